@@ -1,0 +1,93 @@
+"""Command lines of the control-plane components. Pure: paths and ports in, argv out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ome.devcluster.pki import Pki
+
+KWOK_NODE_LABEL = ("type", "kwok")
+
+
+@dataclass(frozen=True, slots=True)
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+    kwok: int
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    name: str
+    argv: list[str]
+    health_url: str | None
+    """Polled until it answers 200 ("ok" bodies); None means process liveness only."""
+
+
+def etcd(bin_dir: Path, state: Path, ports: Ports) -> Component:
+    client = f"http://127.0.0.1:{ports.etcd_client}"
+    peer = f"http://127.0.0.1:{ports.etcd_peer}"
+    argv = [
+        str(bin_dir / "etcd"), "--name=ome-dev", f"--data-dir={state / 'etcd'}",
+        f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=ome-dev={peer}", "--initial-cluster-state=new",
+        # A throwaway test store: durability is not worth the fsync latency here.
+        "--unsafe-no-fsync=true", "--quota-backend-bytes=4294967296", "--log-level=warn",
+    ]
+    return Component("etcd", argv, f"{client}/health")
+
+
+def kube_apiserver(bin_dir: Path, state: Path, pki: Pki, ports: Ports) -> Component:
+    argv = [
+        str(bin_dir / "kube-apiserver"),
+        f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
+        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={ports.apiserver}",
+        f"--cert-dir={state / 'apiserver-certs'}",
+        f"--tls-cert-file={pki.apiserver_crt}", f"--tls-private-key-file={pki.apiserver_key}",
+        f"--client-ca-file={pki.ca_crt}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
+        "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=RBAC", "--allow-privileged=true",
+        # Loopback addresses are not valid Endpoints for the `kubernetes` Service; nothing here dials it.
+        "--endpoint-reconciler-type=none", "--profiling=false",
+    ]
+    return Component("kube-apiserver", argv, None)
+
+
+def kube_controller_manager(bin_dir: Path, kubeconfig: Path, pki: Pki, ports: Ports) -> Component:
+    argv = [
+        str(bin_dir / "kube-controller-manager"), f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1", f"--secure-port={ports.controller_manager}", "--leader-elect=false",
+        f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca_crt}",
+        f"--cluster-signing-cert-file={pki.ca_crt}", f"--cluster-signing-key-file={pki.ca_key}",
+        "--use-service-account-credentials=false", "--profiling=false",
+    ]
+    return Component("kube-controller-manager", argv, f"https://127.0.0.1:{ports.controller_manager}/healthz")
+
+
+def kube_scheduler(bin_dir: Path, kubeconfig: Path, ports: Ports) -> Component:
+    argv = [
+        str(bin_dir / "kube-scheduler"), f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1", f"--secure-port={ports.scheduler}", "--leader-elect=false",
+        "--profiling=false",
+    ]
+    return Component("kube-scheduler", argv, f"https://127.0.0.1:{ports.scheduler}/healthz")
+
+
+def kwok(bin_dir: Path, kubeconfig: Path, config: Path, ports: Ports) -> Component:
+    key, value = KWOK_NODE_LABEL
+    argv = [
+        str(bin_dir / "kwok"), f"--kubeconfig={kubeconfig}", f"--config={config}",
+        "--manage-all-nodes=false", f"--manage-nodes-with-label-selector={key}={value}",
+        # Fake nodes answer on loopback; pod IPs come from a private range nobody dials.
+        "--node-ip=127.0.0.1", "--cidr=10.0.0.0/16", "--node-lease-duration-seconds=40",
+        f"--server-address=127.0.0.1:{ports.kwok}",
+    ]
+    return Component("kwok", argv, f"http://127.0.0.1:{ports.kwok}/healthz")

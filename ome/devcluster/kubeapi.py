@@ -1,0 +1,53 @@
+"""A tiny synchronous JSON client for bootstrapping the dev cluster (before any controller runs).
+
+The operator itself uses ome.framework.client; this exists so `ome-dev` works from a plain CLI without an
+event loop and without depending on the framework it is used to test.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ome.devcluster.pki import Pki
+
+
+class KubeApiError(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body[:500]}")
+        self.status = status
+
+
+class KubeApi:
+    def __init__(self, server: str, pki: Pki, *, timeout: float = 10.0) -> None:
+        self.server = server.rstrip("/")
+        self.timeout = timeout
+        self._ssl = ssl.create_default_context(cafile=str(pki.ca_crt))
+        self._ssl.load_cert_chain(str(pki.admin_crt), str(pki.admin_key))
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, context=self._ssl, timeout=self.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            raise KubeApiError(exc.code, exc.read().decode(errors="replace")) from exc
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode(errors="replace")
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def create(self, path: str, obj: dict[str, Any]) -> Any:
+        return self.request("POST", path, obj)

@@ -1,0 +1,258 @@
+"""Controller: watches feed a work queue, workers reconcile its keys.
+
+After controller-runtime's `pkg/internal/controller`. Handlers registered on informers
+only enqueue `Request`s (they may fire before `start`; the queue buffers them). `start`
+waits for every watched informer to finish its first list, so a reconciler never
+acts on a half-filled cache, then runs `max_concurrent_reconciles` workers. The queue
+guarantees one key is never reconciled by two workers at once.
+
+Each outcome maps to exactly one queue action (controller-runtime `reconcileHandler`):
+
+    raised TerminalError         counted and logged, not requeued
+    raised anything else         add_rate_limited (per-key backoff + global bucket)
+    Result(requeue_after > 0)    forget + add_after (polling resets the backoff)
+    Result()                     forget
+
+Every log record of a reconcile, including the reconciler's own structlog calls,
+carries `controller`, `namespace`, `name` and `reconcile_id` through contextvars.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Final, Protocol
+
+import structlog
+from structlog.typing import FilteringBoundLogger
+
+from ome.framework import handlers, ratelimit
+from ome.framework.controller_metrics import ControllerMetrics
+from ome.framework.handlers import EventType, Handler, Obj
+from ome.framework.predicates import Predicate
+from ome.framework.reconcile import Reconciler, Request, Result, TerminalError
+from ome.framework.workqueue import ShutDown, WorkQueue
+
+__all__ = ["Controller", "Informer"]
+
+# Python has no panics; these built-in errors are its nil dereferences and index-out-of-range:
+# bugs in the reconciler rather than failures of the world, so they are counted apart.
+_PANIC_TYPES: Final = (AssertionError, AttributeError, LookupError, NameError, TypeError, ZeroDivisionError)
+_SYNC_POLL_SECONDS: Final = 0.05
+
+
+class Informer(Protocol):
+    """What a controller needs from an informer: a handler hook and the first-list flag."""
+
+    def add_handler(self, fn: Callable[[EventType, Obj, Obj | None], None]) -> None: ...
+
+    @property
+    def has_synced(self) -> bool: ...
+
+
+class Controller:
+    """Runs one reconciler over the keys its watches produce.
+
+    `reconcile_timeout` (seconds) cancels a reconcile that runs longer and counts it as
+    an error; `cache_sync_timeout` bounds the wait for informers in `start`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: ratelimit.RateLimiter | None = None,
+        reconcile_timeout: float | None = None,
+        cache_sync_timeout: float = 120.0,
+        logger: FilteringBoundLogger | None = None,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError(f"max_concurrent_reconciles must be >= 1, got {max_concurrent_reconciles}")
+        self.name = name
+        self.queue: WorkQueue[Request] = WorkQueue(name, rate_limiter=rate_limiter)
+        self._reconciler = reconciler
+        self._max_concurrent = max_concurrent_reconciles
+        self._reconcile_timeout = reconcile_timeout
+        self._cache_sync_timeout = cache_sync_timeout
+        base: FilteringBoundLogger = logger or structlog.get_logger("ome.framework.controller")
+        self._log = base.bind(controller=name)
+        self._metrics = ControllerMetrics(name)
+        self._informers: list[Informer] = []
+        self._workers: list[asyncio.Task[None]] = []
+        self._started = False
+        self._stopping = False
+
+    # -- watches -----------------------------------------------------------------------------
+
+    def watch(self, informer: Informer, handler: Handler, *predicates: Predicate) -> Controller:
+        """Send `informer`'s events that pass every predicate to `handler`, which enqueues keys."""
+        queue, log = self.queue, self._log
+
+        def on_event(event_type: EventType, obj: Obj, old: Obj | None) -> None:
+            try:
+                for predicate in predicates:
+                    if not predicate(event_type, obj, old):
+                        return
+                handler(event_type, obj, old, queue)
+            except Exception:
+                # A broken mapper must not take down the informer's dispatch to other watchers.
+                log.exception("Event handler error", event_type=event_type)
+
+        informer.add_handler(on_event)
+        self._informers.append(informer)
+        return self
+
+    def for_(self, informer: Informer, *predicates: Predicate) -> Controller:
+        """Watch the primary resource: each event reconciles the object itself."""
+        return self.watch(informer, handlers.enqueue_for_object, *predicates)
+
+    def owns(
+        self,
+        informer: Informer,
+        owner_group: str,
+        owner_kind: str,
+        *predicates: Predicate,
+        owner_namespaced: bool = True,
+    ) -> Controller:
+        """Watch children: each event reconciles the child's controller owner of that group/kind."""
+        handler = handlers.enqueue_for_owner(owner_group, owner_kind, owner_namespaced=owner_namespaced)
+        return self.watch(informer, handler, *predicates)
+
+    def watches(
+        self, informer: Informer, mapper: Callable[[Obj], Iterable[Request]], *predicates: Predicate
+    ) -> Controller:
+        """Watch anything: each event reconciles the keys `mapper` returns."""
+        return self.watch(informer, handlers.enqueue_mapped(mapper), *predicates)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Wait for the watched informers' first list, then start the workers and return."""
+        if self._started:
+            raise RuntimeError(f"controller {self.name!r} was already started")
+        self._started = True
+        self._log.info("Starting Controller")
+        await self._wait_for_cache_sync()
+        self._metrics.max_concurrent.set(self._max_concurrent)
+        self._log.info("Starting workers", worker_count=self._max_concurrent)
+        self._workers = [
+            asyncio.create_task(self._worker(), name=f"controller-{self.name}-worker-{i}")
+            for i in range(self._max_concurrent)
+        ]
+
+    async def stop(self, grace_period: float | None = 30.0) -> None:
+        """Stop taking keys, let in-flight reconciles finish, cancel those still running after `grace_period`.
+
+        Keys still queued are dropped: the next start lists everything again.
+        """
+        self._stopping = True
+        self.queue.shutdown()
+        if not self._workers:
+            return
+        self._log.info("Shutdown signal received, waiting for all workers to finish")
+        _, pending = await asyncio.wait(self._workers, timeout=grace_period)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        self._workers = []
+        self._log.info("All workers finished")
+
+    async def _wait_for_cache_sync(self) -> None:
+        try:
+            async with asyncio.timeout(self._cache_sync_timeout):
+                # Polling, as client-go's WaitForCacheSync does: informers expose only a flag.
+                while not all(informer.has_synced for informer in self._informers):  # noqa: ASYNC110
+                    await asyncio.sleep(_SYNC_POLL_SECONDS)
+        except TimeoutError:
+            self._log.error("Could not wait for Cache to sync", timeout=self._cache_sync_timeout)
+            raise TimeoutError(f"controller {self.name!r}: timed out waiting for caches to sync") from None
+
+    # -- workers -----------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        structlog.contextvars.bind_contextvars(controller=self.name)  # this task's context only
+        while not self._stopping:
+            try:
+                req = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                if not self._stopping:
+                    await self._reconcile_handler(req)
+            except Exception:
+                # Bookkeeping failed (e.g. a logging processor raised); the worker must survive it.
+                self._log.exception("Worker error", namespace=req.namespace, name=req.name)
+            finally:
+                self.queue.done(req)
+
+    async def _reconcile_handler(self, req: Request) -> None:
+        metrics = self._metrics
+        tokens = structlog.contextvars.bind_contextvars(
+            namespace=req.namespace, name=req.name, reconcile_id=uuid.uuid4().hex[:12]
+        )
+        metrics.active_workers.inc()
+        started = time.monotonic()
+        try:
+            result = await self._call_reconciler(req)
+        except Exception as exc:
+            self._on_error(req, exc)
+        else:
+            self._on_result(req, result)
+        finally:
+            metrics.reconcile_time.observe(time.monotonic() - started)
+            metrics.active_workers.dec()
+            structlog.contextvars.reset_contextvars(**tokens)
+
+    async def _call_reconciler(self, req: Request) -> Result:
+        if self._reconcile_timeout is None:
+            return await self._reconciler.reconcile(req)
+        deadline = asyncio.timeout(self._reconcile_timeout)
+        try:
+            async with deadline:
+                return await self._reconciler.reconcile(req)
+        except TimeoutError:
+            if deadline.expired():
+                self._metrics.timeouts.inc()
+            raise
+
+    def _on_result(self, req: Request, result: Result) -> None:
+        if result.requeue_after is not None and result.requeue_after > 0:
+            self.queue.forget(req)
+            self.queue.add_after(req, result.requeue_after)
+            self._metrics.requeue_after.inc()
+            return
+        self.queue.forget(req)
+        self._metrics.success.inc()
+
+    def _on_error(self, req: Request, exc: Exception) -> None:
+        metrics = self._metrics
+        if getattr(exc, "requeue_after", None):
+            self._log.warning(
+                "Reconciler returned both a result and an error; the requeue_after is ignored "
+                "and the error causes requeuing with exponential backoff"
+            )
+        if _is_terminal(exc):
+            metrics.terminal_errors.inc()
+        else:
+            self.queue.add_rate_limited(req)
+        if isinstance(exc, _PANIC_TYPES):
+            metrics.panics.inc()
+        metrics.errors.inc()
+        metrics.total_errors.inc()
+        self._log.error("Reconciler error", exc_info=exc)
+
+
+def _is_terminal(exc: BaseException) -> bool:
+    """True if `exc` or anything in its cause chain is a TerminalError (Go's errors.Is)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, TerminalError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__
+    return False

@@ -1,0 +1,225 @@
+"""Kubernetes Events for users (`kubectl describe`), after client-go's `tools/record`.
+
+`event()` is a plain call that never waits on the apiserver: it queues the event and
+one background task writes core/v1 Events. Under overload events are dropped, not
+awaited, as client-go's broadcaster does, because a reconcile must never stall on
+telemetry.
+
+Identical events (same object, type, reason and message) within 10 minutes are
+aggregated the way client-go's EventCorrelator dedupes them: the existing Event gets
+its `count` and `lastTimestamp` patched instead of a new Event being created. The
+decision is made in the writer task, so it sees the names the apiserver accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, Protocol
+
+import structlog
+from structlog.typing import FilteringBoundLogger
+
+from ome.framework import ratelimit, resources
+
+__all__ = ["EventRecorder", "EventType", "EventWriter"]
+
+Obj = dict[str, Any]
+EventType = Literal["Normal", "Warning"]
+
+AGGREGATION_WINDOW: Final = 10 * 60.0  # client-go's defaultAggregateIntervalInSeconds
+_CACHE_ENTRIES: Final = 4096  # client-go's maxLruCacheEntries
+_MAX_QUEUED: Final = 1000  # client-go's maxQueuedEvents
+_DROP_LOG_EVERY: Final = 1000
+
+
+class EventWriter(Protocol):
+    """The two client verbs the recorder uses."""
+
+    async def create(self, res: Any, obj: Obj, namespace: str | None = None) -> Obj: ...
+
+    async def patch(self, res: Any, name: str, patch: Obj, namespace: str | None = None) -> Obj: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    key: tuple[str, ...]
+    namespace: str
+    involved: Obj
+    type_: EventType
+    reason: str
+    message: str
+    timestamp: str  # when event() was called, not when it was written
+    observed_at: float
+
+
+@dataclass(slots=True)
+class _Seen:
+    name: str
+    count: int
+    observed_at: float
+
+
+class EventRecorder:
+    """Records events about objects as `component` (the Event's `source.component`)."""
+
+    def __init__(
+        self,
+        client: EventWriter,
+        component: str,
+        *,
+        host: str | None = None,
+        max_queued: int = _MAX_QUEUED,
+        clock: ratelimit.Clock | None = None,
+        logger: FilteringBoundLogger | None = None,
+    ) -> None:
+        self._client = client
+        self._source: Obj = {"component": component} | ({"host": host} if host else {})
+        self._component = component
+        self._host = host
+        self._clock: ratelimit.Clock = clock or ratelimit.MonotonicClock()
+        base: FilteringBoundLogger = logger or structlog.get_logger("ome.framework.events")
+        self._log = base.bind(component=component)
+        self._pending: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=max_queued)
+        self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
+        self._writer: asyncio.Task[None] | None = None
+        self._closed = False
+        self.dropped = 0
+        """Events discarded because the queue was full or the recorder closed."""
+
+    def event(self, obj: Obj, type_: EventType, reason: str, message: str) -> None:
+        """Queue an event about `obj`; returns at once. Must be called on the event loop."""
+        meta = obj.get("metadata") or {}
+        involved = {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "namespace": meta.get("namespace", ""),
+            "name": meta.get("name", ""),
+            "uid": meta.get("uid", ""),
+        }
+        if meta.get("resourceVersion"):
+            involved["resourceVersion"] = meta["resourceVersion"]
+        key = (
+            involved["apiVersion"], involved["kind"], involved["namespace"], involved["name"],
+            involved["uid"], type_, reason, message,
+        )  # fmt: skip
+        pending = _Pending(
+            key=key,
+            # Events of cluster-scoped objects go to "default", as kubectl and client-go expect.
+            namespace=involved["namespace"] or "default",
+            involved={k: v for k, v in involved.items() if v},
+            type_=type_,
+            reason=reason,
+            message=message,
+            timestamp=_rfc3339(datetime.now(UTC)),
+            observed_at=self._clock.monotonic(),
+        )
+        if self._closed:
+            self._drop(pending, "recorder closed")
+            return
+        try:
+            self._pending.put_nowait(pending)
+        except asyncio.QueueFull:
+            self._drop(pending, "queue full")
+            return
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._run(), name="event-recorder")
+
+    async def flush(self) -> None:
+        """Wait until every queued event has been written (or has failed)."""
+        if self._writer is not None:
+            await self._pending.join()
+
+    async def aclose(self, grace_period: float = 5.0) -> None:
+        """Stop accepting events, write what is queued for up to `grace_period`, then stop."""
+        self._closed = True
+        if self._writer is None:
+            return
+        try:
+            async with asyncio.timeout(grace_period):
+                await self._pending.join()
+        except TimeoutError:
+            self._log.warning("Events still queued at shutdown were dropped", count=self._pending.qsize())
+        self._writer.cancel()
+        await asyncio.gather(self._writer, return_exceptions=True)
+        self._writer = None
+
+    def _drop(self, pending: _Pending, why: str) -> None:
+        self.dropped += 1
+        if self.dropped % _DROP_LOG_EVERY == 1:  # the first drop, then every 1000th: no log flood
+            self._log.warning("Event dropped", why=why, reason=pending.reason, dropped=self.dropped)
+
+    async def _run(self) -> None:
+        while True:
+            pending = await self._pending.get()
+            try:
+                await self._write(pending)
+            except Exception as exc:
+                self._log.warning(
+                    "Unable to write event",
+                    reason=pending.reason,
+                    namespace=pending.involved.get("namespace"),
+                    name=pending.involved.get("name"),
+                    error=str(exc),
+                )
+            finally:
+                self._pending.task_done()
+
+    async def _write(self, pending: _Pending) -> None:
+        seen = self._seen.get(pending.key)
+        if seen is not None and pending.observed_at - seen.observed_at <= AGGREGATION_WINDOW:
+            if await self._patch(pending, seen):
+                return
+        created = await self._client.create(resources.EVENTS, self._body(pending), pending.namespace)
+        self._remember(pending, str(created.get("metadata", {}).get("name") or ""))
+
+    async def _patch(self, pending: _Pending, seen: _Seen) -> bool:
+        """Bump the existing Event; False if it is gone (Events expire, 1 h by default)."""
+        seen.count += 1
+        seen.observed_at = pending.observed_at
+        self._seen.move_to_end(pending.key)
+        patch = {"count": seen.count, "lastTimestamp": pending.timestamp, "message": pending.message}
+        try:
+            await self._client.patch(resources.EVENTS, seen.name, patch, pending.namespace)
+        except Exception as exc:
+            if getattr(exc, "status", None) != 404:
+                raise
+            del self._seen[pending.key]
+            return False
+        return True
+
+    def _remember(self, pending: _Pending, name: str) -> None:
+        if not name:
+            return
+        self._seen[pending.key] = _Seen(name, 1, pending.observed_at)
+        self._seen.move_to_end(pending.key)
+        while len(self._seen) > _CACHE_ENTRIES:
+            self._seen.popitem(last=False)
+
+    def _body(self, pending: _Pending) -> Obj:
+        name = pending.involved.get("name", "event")
+        body: Obj = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            # client-go's naming: the object name plus the time in hex nanoseconds.
+            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": pending.namespace},
+            "involvedObject": pending.involved,
+            "reason": pending.reason,
+            "message": pending.message,
+            "type": pending.type_,
+            "source": self._source,
+            "firstTimestamp": pending.timestamp,
+            "lastTimestamp": pending.timestamp,
+            "count": 1,
+            "reportingComponent": self._component,
+            "reportingInstance": self._host or "",
+        }
+        return body
+
+
+def _rfc3339(moment: datetime) -> str:
+    """metav1.Time: whole seconds, UTC, 'Z'."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

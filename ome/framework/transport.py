@@ -1,0 +1,249 @@
+"""HTTP transport to the apiserver: two connection pools, auth, timeouts, Retry-After, error mapping.
+
+kubernetes-asyncio is used only to load the configuration (kubeconfig or in-cluster), which gives us
+the host, the TLS files and a bearer token with its refresh hook. We own the aiohttp sessions:
+
+* one pool for requests and one for watches, because every open watch holds a connection for
+  minutes and a shared pool would starve reads and writes (framework.md §1.2, rule 4);
+* a timeout on every request (kubernetes-asyncio has none by default, so a half-open socket hangs);
+* 429 and 5xx answers that carry Retry-After are retried up to `max_retries` times, like client-go;
+* every non-2xx answer, timeout and connection failure becomes an `errors.ApiError` subclass here
+  and nowhere else; aiohttp exceptions never leak to callers.
+"""
+
+# ruff: noqa: ASYNC109  -- per-request timeouts are this module's job
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aiohttp
+import structlog
+from kubernetes_asyncio.client import Configuration
+
+from ome.framework import errors
+
+JSON: Final = "application/json"
+Query = Sequence[tuple[str, str]]
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClientSettings:
+    """Transport tuning; the defaults follow framework.md rules 3-5."""
+
+    timeout: float = 30.0
+    """Seconds a plain request may take end to end, unless the call passes its own `timeout`."""
+    connect_timeout: float = 10.0
+    """Seconds to establish a TCP+TLS connection, for requests and watches alike."""
+    max_retries: int = 10
+    """Retries of a request answered 429 or 5xx with a Retry-After header (client-go: 10)."""
+    max_retry_after: float = 60.0
+    """Upper bound on a single Retry-After wait, so a broken proxy cannot park us for hours."""
+    user_agent: str = "ome-py/0.1"
+    """Sent on every request; API priority and fairness and audit logs key on it."""
+    pool_size: int = 100
+    """Concurrent connections for requests."""
+    watch_pool_size: int = 0
+    """Concurrent watch connections; 0 is unlimited, since each informer holds one."""
+    watch_sock_read: float = 150.0
+    """Seconds of silence after which a watch socket counts as dead: 2x the 60 s bookmark cadence."""
+    read_bufsize: int = 2**21
+    """aiohttp read buffer; watch lines up to twice this are accepted (etcd allows 1.5 MiB objects)."""
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0 or self.connect_timeout <= 0 or self.watch_sock_read <= 0:
+            raise ValueError("timeouts must be positive")
+        if self.max_retries < 0:
+            raise ValueError("max_retries must not be negative")
+
+
+class Transport:
+    """Sends requests for `client.Client`; sessions are created lazily inside the running loop."""
+
+    def __init__(self, configuration: Configuration, settings: ClientSettings | None = None) -> None:
+        self._config = configuration
+        self._settings = settings or ClientSettings()
+        self._host = str(configuration.host).rstrip("/")
+        self._ssl = _ssl_context(configuration) if self._host.startswith("https:") else None
+        self._extra: dict[str, Any] = {}
+        if configuration.proxy:
+            self._extra["proxy"] = configuration.proxy
+            if configuration.proxy_headers:
+                self._extra["proxy_headers"] = configuration.proxy_headers
+        if configuration.tls_server_name:
+            self._extra["server_hostname"] = configuration.tls_server_name
+        self._requests: aiohttp.ClientSession | None = None
+        self._watches: aiohttp.ClientSession | None = None
+        self._background: list[asyncio.Task[None]] = []
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @property
+    def settings(self) -> ClientSettings:
+        return self._settings
+
+    def own_task(self, task: asyncio.Task[None]) -> None:
+        """Keep a background task (token refresh) alive until `close()`."""
+        self._background.append(task)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query = (),
+        body: bytes | None = None,
+        content_type: str | None = None,
+        accept: str = JSON,
+        timeout: float | None = None,
+    ) -> bytes:
+        """Send one request and return the body of the 2xx answer; anything else raises ApiError."""
+        total = self._settings.timeout if timeout is None else timeout
+        client_timeout = aiohttp.ClientTimeout(total=total, sock_connect=self._settings.connect_timeout)
+        session = self._session()
+        for attempt in range(self._settings.max_retries + 1):
+            headers = await self._headers(accept, content_type)
+            try:
+                async with session.request(
+                    method,
+                    self._host + path,
+                    params=query,
+                    data=body,
+                    headers=headers,
+                    timeout=client_timeout,
+                    **self._extra,
+                ) as resp:
+                    data = await resp.read()
+                    if resp.status < 300:
+                        return data
+                    error = errors.error_for(resp.status, data)
+                    error.retry_after = _retry_after(resp.headers.get("Retry-After"))
+            except TimeoutError as exc:
+                raise errors.ServerTimeout(
+                    0, "Timeout", f"{method} {path}: no answer within {total} s"
+                ) from exc
+            except aiohttp.ClientError as exc:
+                raise errors.TransportError(0, "TransportError", f"{method} {path}: {exc!r}") from exc
+            if not _should_retry(error) or attempt == self._settings.max_retries:
+                raise error
+            delay = min(error.retry_after or 0.0, self._settings.max_retry_after)
+            _log.info(
+                "Retrying after server asked to wait",
+                method=method,
+                path=path,
+                status=error.status,
+                delay=delay,
+                attempt=attempt + 1,
+            )
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @asynccontextmanager
+    async def stream(
+        self, path: str, *, query: Query, accept: str, timeout: aiohttp.ClientTimeout
+    ) -> AsyncIterator[aiohttp.StreamReader]:
+        """Open a long-lived GET on the watch pool and yield its body stream; non-2xx raises."""
+        headers = await self._headers(accept, None)
+        try:
+            resp = await self._watch_session().request(
+                "GET", self._host + path, params=query, headers=headers, timeout=timeout, **self._extra
+            )
+        except TimeoutError as exc:
+            raise errors.ServerTimeout(0, "Timeout", f"watch {path}: no answer in time") from exc
+        except aiohttp.ClientError as exc:
+            raise errors.TransportError(0, "TransportError", f"watch {path}: {exc!r}") from exc
+        try:
+            if resp.status >= 300:
+                error = errors.error_for(resp.status, await read_or_raise(resp.content.read(), path))
+                error.retry_after = _retry_after(resp.headers.get("Retry-After"))
+                raise error
+            yield resp.content
+        finally:
+            resp.release()
+
+    async def close(self) -> None:
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self._background.clear()
+        for session in (self._requests, self._watches):
+            if session is not None:
+                await session.close()
+        self._requests = self._watches = None
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._requests is None:
+            self._requests = self._new_session(self._settings.pool_size)
+        return self._requests
+
+    def _watch_session(self) -> aiohttp.ClientSession:
+        if self._watches is None:
+            self._watches = self._new_session(self._settings.watch_pool_size)
+        return self._watches
+
+    def _new_session(self, limit: int) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(limit=limit, ssl=self._ssl if self._ssl is not None else True)
+        return aiohttp.ClientSession(
+            connector=connector,
+            trust_env=True,  # honour HTTP(S)_PROXY and NO_PROXY like kubectl
+            read_bufsize=self._settings.read_bufsize,
+            headers={"User-Agent": self._settings.user_agent},
+        )
+
+    async def _headers(self, accept: str, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": accept}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        # auth_settings() runs the refresh hook, which re-reads a rotated service-account token.
+        auth = await self._config.auth_settings()
+        bearer = auth.get("BearerToken")
+        if bearer and bearer.get("value"):
+            headers["Authorization"] = str(bearer["value"])
+        return headers
+
+
+async def read_or_raise(read: Any, what: str) -> bytes:
+    """Await a body read, mapping aiohttp's failures to ours."""
+    try:
+        data: bytes = await read
+    except TimeoutError as exc:
+        raise errors.ServerTimeout(0, "Timeout", f"{what}: read timed out") from exc
+    except (aiohttp.ClientError, ValueError) as exc:
+        # ValueError: aiohttp's "Line is too long" for a line above the read buffer high-water mark.
+        raise errors.TransportError(0, "TransportError", f"{what}: {exc!r}") from exc
+    return data
+
+
+def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
+    """The same context kubernetes-asyncio builds in rest.py (kubeconfig data lands in temp files)."""
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if getattr(configuration, "disable_strict_ssl_verification", False):
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
+
+
+def _should_retry(error: errors.ApiError) -> bool:
+    # client-go retries only when the server says when: 429, or 5xx with Retry-After.
+    return error.retry_after is not None and (error.status == 429 or error.status >= 500)
+
+
+def _retry_after(header: str | None) -> float | None:
+    if header is None:
+        return None
+    try:
+        return max(float(header), 0.0)
+    except ValueError:
+        return 1.0  # an HTTP date or garbage: still a request to wait, so wait a little

@@ -1,0 +1,86 @@
+"""e2e fixtures: one real control plane per test run, a fresh namespace per test."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from ome.devcluster import pki
+from ome.devcluster.cluster import Cluster, ClusterInfo
+from ome.devcluster.kubeapi import KubeApi, KubeApiError
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Starts the cluster once per run (OME_E2E_STATE_DIR reuses a running one and leaves it up)."""
+    if reuse := os.environ.get("OME_E2E_STATE_DIR"):
+        cluster = Cluster(Path(reuse))
+        cluster.up()
+        yield cluster
+        return
+    cluster = Cluster(tmp_path_factory.mktemp("devcluster"))
+    started = time.monotonic()
+    cluster.up(log=lambda m: print(m))
+    print(f"dev cluster started in {time.monotonic() - started:.1f}s")
+    try:
+        yield cluster
+    finally:
+        cluster.down(quiet=True)
+
+
+@pytest.fixture(scope="session")
+def cluster_info(dev_cluster: Cluster) -> ClusterInfo:
+    return dev_cluster.info()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(cluster_info: ClusterInfo) -> Path:
+    return cluster_info.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def admin_api(dev_cluster: Cluster) -> KubeApi:
+    """A small synchronous client for fixture plumbing (namespaces, waits)."""
+    return KubeApi(dev_cluster.info().server, pki.Pki(dev_cluster.state_dir / "pki"))
+
+
+@pytest.fixture
+def namespace(admin_api: KubeApi, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace whose default ServiceAccount exists (pods are admitted at once)."""
+    base = request.node.name.lower().replace("_", "-")[:40].strip("-")
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    admin_api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                            "metadata": {"name": name}})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            admin_api.get(f"/api/v1/namespaces/{name}/serviceaccounts/default")
+            break
+        except KubeApiError:
+            time.sleep(0.1)
+    yield name
+    try:
+        admin_api.request("DELETE", f"/api/v1/namespaces/{name}")
+    except KubeApiError:
+        pass
+
+
+@pytest.fixture
+async def client(kubeconfig: Path) -> AsyncIterator[object]:
+    from ome.framework.client import Client
+
+    c = await Client.from_kubeconfig(str(kubeconfig))
+    try:
+        yield c
+    finally:
+        await c.close()

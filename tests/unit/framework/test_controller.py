@@ -1,0 +1,367 @@
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+import structlog
+from prometheus_client import REGISTRY
+
+from ome.framework import predicates, ratelimit
+from ome.framework.controller import Controller
+from ome.framework.handlers import EventType, Obj
+from ome.framework.reconcile import Request, Result, TerminalError, reconciler_from
+
+FAST_RETRY = ratelimit.ItemExponentialFailureRateLimiter(base=0.001, max_delay=0.01)
+
+
+class FakeInformer:
+    def __init__(self, *, synced: bool = True) -> None:
+        self.handlers: list[Callable[[EventType, Obj, Obj | None], None]] = []
+        self.has_synced = synced
+
+    def add_handler(self, fn: Callable[[EventType, Obj, Obj | None], None]) -> None:
+        self.handlers.append(fn)
+
+    def emit(self, event_type: EventType, obj: Obj, old: Obj | None = None) -> None:
+        for fn in self.handlers:
+            fn(event_type, obj, old)
+
+
+def obj(name: str, namespace: str = "ns", generation: int = 1) -> Obj:
+    return {"metadata": {"name": name, "namespace": namespace, "generation": generation}}
+
+
+def metric(name: str, controller: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, {"controller": controller, **labels}) or 0.0
+
+
+class Recorder:
+    """A reconciler whose behaviour per call is scripted; records calls and their times."""
+
+    def __init__(self, script: Callable[[Request, int], Awaitable[Result]] | None = None) -> None:
+        self.calls: list[Request] = []
+        self.times: list[float] = []
+        self.called = asyncio.Event()
+        self._script = script
+
+    async def reconcile(self, req: Request) -> Result:
+        self.calls.append(req)
+        self.times.append(asyncio.get_running_loop().time())
+        self.called.set()
+        if self._script is not None:
+            return await self._script(req, len(self.calls))
+        return Result()
+
+    async def wait_calls(self, n: int, timeout: float = 2.0) -> None:
+        async with asyncio.timeout(timeout):
+            while len(self.calls) < n:
+                self.called.clear()
+                await self.called.wait()
+
+
+@pytest.fixture
+async def make() -> AsyncIterator[Callable[..., Controller]]:
+    made: list[Controller] = []
+
+    def factory(reconciler: Any, **kwargs: Any) -> Controller:
+        kwargs.setdefault("rate_limiter", FAST_RETRY)
+        ctrl = Controller(f"test-{uuid.uuid4().hex[:8]}", reconciler, **kwargs)
+        made.append(ctrl)
+        return ctrl
+
+    yield factory
+    for ctrl in made:
+        await ctrl.stop(grace_period=1)
+
+
+async def test_error_is_retried_with_backoff_until_success_and_counted(make: Callable[..., Controller]) -> None:
+    async def fail_twice(req: Request, call: int) -> Result:
+        if call <= 2:
+            raise RuntimeError("boom")
+        return Result()
+
+    rec = Recorder(fail_twice)
+    limiter = ratelimit.ItemExponentialFailureRateLimiter(base=0.02, max_delay=1.0)
+    informer = FakeInformer()
+    ctrl = make(rec, rate_limiter=limiter).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await rec.wait_calls(3)
+    gaps = [later - earlier for earlier, later in zip(rec.times, rec.times[1:], strict=False)]
+    assert gaps[0] >= 0.015 and gaps[1] >= 0.035, f"backoff 20 ms then 40 ms expected, got {gaps}"
+    await asyncio.sleep(0.05)
+    assert len(rec.calls) == 3
+    assert ctrl.queue.num_requeues(Request("ns", "a")) == 0, "success must forget the backoff"
+    assert metric("controller_runtime_reconcile_errors_total", ctrl.name) == 2
+    assert metric("controller_runtime_reconcile_total", ctrl.name, result="error") == 2
+    assert metric("controller_runtime_reconcile_total", ctrl.name, result="success") == 1
+    assert metric("controller_runtime_reconcile_time_seconds_count", ctrl.name) == 3
+
+
+async def test_terminal_error_is_counted_but_not_retried(make: Callable[..., Controller]) -> None:
+    async def terminal(req: Request, call: int) -> Result:
+        raise TerminalError("spec is invalid")
+
+    rec = Recorder(terminal)
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await rec.wait_calls(1)
+    await asyncio.sleep(0.05)
+    assert len(rec.calls) == 1
+    assert metric("controller_runtime_terminal_reconcile_errors_total", ctrl.name) == 1
+    assert metric("controller_runtime_reconcile_errors_total", ctrl.name) == 1
+
+
+async def test_terminal_error_as_cause_is_terminal(make: Callable[..., Controller]) -> None:
+    async def wrapped(req: Request, call: int) -> Result:
+        raise RuntimeError("wrapped") from TerminalError("root")
+
+    rec = Recorder(wrapped)
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await rec.wait_calls(1)
+    await asyncio.sleep(0.05)
+    assert len(rec.calls) == 1
+
+
+async def test_requeue_after_reconciles_again_after_the_delay(make: Callable[..., Controller]) -> None:
+    async def poll_once(req: Request, call: int) -> Result:
+        return Result(requeue_after=0.05) if call == 1 else Result()
+
+    rec = Recorder(poll_once)
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await rec.wait_calls(2)
+    assert rec.times[1] - rec.times[0] >= 0.045
+    assert metric("controller_runtime_reconcile_total", ctrl.name, result="requeue_after") == 1
+    await asyncio.sleep(0.08)
+    assert len(rec.calls) == 2
+
+
+async def test_requeue_after_resets_the_error_backoff(make: Callable[..., Controller]) -> None:
+    async def fail_then_poll(req: Request, call: int) -> Result:
+        if call == 1:
+            raise RuntimeError("boom")
+        return Result(requeue_after=10) if call == 2 else Result()
+
+    rec = Recorder(fail_then_poll)
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await rec.wait_calls(2)
+    await asyncio.sleep(0.01)
+    assert ctrl.queue.num_requeues(Request("ns", "a")) == 0
+
+
+async def test_error_carrying_requeue_after_is_still_rate_limited(make: Callable[..., Controller]) -> None:
+    class PollError(Exception):
+        requeue_after = 60.0
+
+    async def fail_once(req: Request, call: int) -> Result:
+        if call == 1:
+            raise PollError
+        return Result()
+
+    rec = Recorder(fail_once)
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await rec.wait_calls(2, timeout=1.0)  # would take 60 s if requeue_after were honoured
+
+
+async def test_same_key_is_never_reconciled_concurrently_while_distinct_keys_are(
+    make: Callable[..., Controller],
+) -> None:
+    in_flight: list[str] = []
+    overlaps: list[str] = []
+    peak = 0
+
+    async def slow(req: Request, call: int) -> Result:
+        nonlocal peak
+        if req.name in in_flight:
+            overlaps.append(req.name)
+        in_flight.append(req.name)
+        peak = max(peak, len(in_flight))
+        await asyncio.sleep(0.02)
+        in_flight.remove(req.name)
+        return Result()
+
+    rec = Recorder(slow)
+    informer = FakeInformer()
+    ctrl = make(rec, max_concurrent_reconciles=4).for_(informer)
+    await ctrl.start()
+    assert metric("controller_runtime_max_concurrent_reconciles", ctrl.name) == 4
+    for name in ["a", "b", "c", "d"]:
+        informer.emit("ADDED", obj(name))
+    await asyncio.sleep(0.005)
+    assert metric("controller_runtime_active_workers", ctrl.name) == 4
+    for _ in range(5):  # "a" changes again while it is being reconciled
+        informer.emit("MODIFIED", obj("a", generation=2), obj("a"))
+        await asyncio.sleep(0.001)
+    await rec.wait_calls(5)
+    await asyncio.sleep(0.05)
+    assert overlaps == []
+    assert peak == 4
+    assert [r.name for r in rec.calls].count("a") == 2, "merged re-adds: exactly one more run"
+
+
+async def test_start_waits_for_cache_sync_before_reconciling(make: Callable[..., Controller]) -> None:
+    rec = Recorder()
+    informer = FakeInformer(synced=False)
+    ctrl = make(rec).for_(informer)
+    informer.emit("ADDED", obj("a"))  # before start: buffered in the queue
+    starting = asyncio.create_task(ctrl.start())
+    await asyncio.sleep(0.08)
+    assert not starting.done() and rec.calls == []
+    informer.has_synced = True
+    await asyncio.wait_for(starting, 1)
+    await rec.wait_calls(1)
+
+
+async def test_start_fails_when_caches_do_not_sync(make: Callable[..., Controller]) -> None:
+    ctrl = make(Recorder(), cache_sync_timeout=0.1).for_(FakeInformer(synced=False))
+    with pytest.raises(TimeoutError):
+        await ctrl.start()
+
+
+async def test_exceptions_never_kill_the_worker_and_bugs_count_as_panics(
+    make: Callable[..., Controller],
+) -> None:
+    async def buggy(req: Request, call: int) -> Result:
+        if req.name == "bad":
+            raise KeyError("spec")
+        return Result()
+
+    rec = Recorder(buggy)
+    informer = FakeInformer()
+    ctrl = make(rec, max_concurrent_reconciles=1).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("bad"))
+    informer.emit("ADDED", obj("good"))
+    async with asyncio.timeout(2):
+        while Request("ns", "good") not in rec.calls:
+            await asyncio.sleep(0.005)
+    assert metric("controller_runtime_reconcile_panics_total", ctrl.name) >= 1
+
+
+async def test_reconcile_timeout_cancels_and_retries(make: Callable[..., Controller]) -> None:
+    async def hang_once(req: Request, call: int) -> Result:
+        if call == 1:
+            await asyncio.sleep(10)
+        return Result()
+
+    rec = Recorder(hang_once)
+    informer = FakeInformer()
+    ctrl = make(rec, reconcile_timeout=0.03).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await rec.wait_calls(2)
+    assert metric("controller_runtime_reconcile_timeouts_total", ctrl.name) == 1
+    assert metric("controller_runtime_reconcile_errors_total", ctrl.name) == 1
+
+
+async def test_reconciler_logs_carry_controller_key_and_reconcile_id(make: Callable[..., Controller]) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def capture(req: Request, call: int) -> Result:
+        seen.append(structlog.contextvars.get_contextvars())
+        return Result()
+
+    informer = FakeInformer()
+    ctrl = make(Recorder(capture)).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    informer.emit("ADDED", obj("b"))
+    async with asyncio.timeout(2):
+        while len(seen) < 2:
+            await asyncio.sleep(0.005)
+    assert seen[0]["controller"] == ctrl.name
+    assert (seen[0]["namespace"], seen[0]["name"]) == ("ns", "a")
+    assert seen[1]["name"] == "b"
+    assert seen[0]["reconcile_id"] != seen[1]["reconcile_id"]
+    assert "name" not in structlog.contextvars.get_contextvars(), "context must not leak to the caller"
+
+
+async def test_predicates_filter_events_before_the_handler(make: Callable[..., Controller]) -> None:
+    rec = Recorder()
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer, predicates.generation_changed)
+    ctrl.queue.add  # noqa: B018 - the queue exists before start
+    informer.emit("MODIFIED", obj("status-only", generation=1), obj("status-only", generation=1))
+    informer.emit("MODIFIED", obj("spec", generation=2), obj("spec", generation=1))
+    assert len(ctrl.queue) == 1
+    assert await ctrl.queue.get() == Request("ns", "spec")
+
+
+async def test_handler_errors_do_not_reach_the_informer(make: Callable[..., Controller]) -> None:
+    def broken(o: Obj) -> list[Request]:
+        raise ValueError("bad mapper")
+
+    informer = FakeInformer()
+    ctrl = make(Recorder()).watches(informer, broken)
+    informer.emit("ADDED", obj("a"))
+    assert len(ctrl.queue) == 0
+
+
+async def test_owns_maps_children_to_their_controller_owner(make: Callable[..., Controller]) -> None:
+    rec = Recorder()
+    children = FakeInformer()
+    ctrl = make(rec).owns(children, "ome.io", "InferenceService")
+    child = obj("pod-1")
+    child["metadata"]["ownerReferences"] = [
+        {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "name": "llm", "controller": True}
+    ]
+    children.emit("ADDED", child)
+    assert await ctrl.queue.get() == Request("ns", "llm")
+
+
+async def test_stop_lets_the_running_reconcile_finish(make: Callable[..., Controller]) -> None:
+    finished: list[str] = []
+
+    async def slow(req: Request, call: int) -> Result:
+        await asyncio.sleep(0.05)
+        finished.append(req.name)
+        return Result()
+
+    rec = Recorder(slow)
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    informer.emit("ADDED", obj("b"))
+    await rec.wait_calls(1)
+    await ctrl.stop(grace_period=1)
+    assert finished == ["a"], "in-flight work completes; queued keys are dropped"
+
+
+async def test_stop_cancels_reconciles_past_the_grace_period(make: Callable[..., Controller]) -> None:
+    async def hang(req: Request, call: int) -> Result:
+        await asyncio.sleep(10)
+        return Result()
+
+    rec = Recorder(hang)
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await rec.wait_calls(1)
+    await asyncio.wait_for(ctrl.stop(grace_period=0.05), 1)
+
+
+async def test_reconciler_from_wraps_a_coroutine_function() -> None:
+    async def fn(req: Request) -> Result:
+        return Result(requeue_after=float(len(req.name)))
+
+    assert await reconciler_from(fn).reconcile(Request("ns", "abc")) == Result(requeue_after=3.0)
+    assert str(Request("ns", "abc")) == "ns/abc" and str(Request("", "node")) == "node"
