@@ -158,6 +158,8 @@ class SharedCache:
         index: tuple[str, str] | None = None,
     ) -> builtins.list[Obj]:
         """Cached objects, optionally in one namespace, matching labels, and/or from an index."""
+        if namespace and not res.namespaced:
+            raise ValueError(f"{res.kind} is cluster-scoped; it has no namespace {namespace!r}")
         result: dict[str, Obj] = {}  # keyed, since informers with different selectors may overlap
         for informer in self._readers(res, namespace):
             store = informer.store

@@ -9,9 +9,11 @@ client default (`ClientSettings.timeout`). Errors are `errors.ApiError` subclass
 # ruff: noqa: ASYNC109  -- a per-call `timeout` is part of the client contract (leader election needs it)
 from __future__ import annotations
 
+import asyncio
 import builtins
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import aclosing
 from typing import Any, Final, Literal
 
 import aiohttp
@@ -19,9 +21,9 @@ import orjson
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import Configuration
 
-from ome.framework import errors
+from ome.framework import errors, watch
 from ome.framework.resources import Resource
-from ome.framework.transport import JSON, ClientSettings, Query, Transport, read_or_raise
+from ome.framework.transport import JSON, ClientSettings, Query, Transport
 
 Obj = dict[str, Any]
 Selector = str | Mapping[str, str]
@@ -72,8 +74,6 @@ class Client:
         transport = Transport(configuration, settings)
         user = getattr(loader, "_user", None) or {}
         if loader.provider == "gcp" or "exec" in user:
-            import asyncio  # local: only this branch starts a task
-
             transport.own_task(asyncio.create_task(k8s_config.refresh_token(loader, configuration)))
         return cls(transport)
 
@@ -227,9 +227,9 @@ class Client:
         async with self._transport.stream(
             path, query=query, accept=accept, timeout=client_timeout
         ) as content:
-            while line := await read_or_raise(content.readline(), f"watch {path}"):
-                if line.strip():
-                    yield _decode_event(line)
+            async with aclosing(watch.events(content, f"watch {path}")) as events:
+                async for event in events:
+                    yield event
 
     # Writes.
 
@@ -310,7 +310,11 @@ class Client:
         grace_period_seconds: int | None = None,
         timeout: float | None = None,
     ) -> Obj | None:
-        """Delete; returns the object while finalizers hold it, None once gone. 404 raises NotFound."""
+        """Delete with optional preconditions; 404 raises NotFound, a stale uid/RV raises Conflict.
+
+        Returns the apiserver's answer: the object (with deletionTimestamp set while finalizers hold
+        it), or None when the server answers with a bare Status.
+        """
         options: Obj = {}
         preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
         if preconditions:
@@ -389,22 +393,6 @@ class Client:
 
 def _default_kubeconfig() -> str:
     return os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-
-
-def _decode_event(line: bytes) -> tuple[str, Obj]:
-    try:
-        event = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise errors.TransportError(0, "BadResponse", f"undecodable watch line: {line[:200]!r}") from exc
-    kind = event.get("type") if isinstance(event, dict) else None
-    obj = event.get("object") if isinstance(event, dict) else None
-    if kind == "ERROR" and isinstance(obj, dict):
-        raise errors.error_from_status(obj)
-    if not isinstance(kind, str) or not isinstance(obj, dict):
-        if isinstance(event, dict) and event.get("kind") == "Status":
-            raise errors.error_from_status(event)
-        raise errors.TransportError(0, "BadResponse", f"malformed watch event: {line[:200]!r}")
-    return kind, obj
 
 
 def _fill_items(page: Obj, res: Resource, transform: Callable[[Obj], Obj] | None) -> list[Obj]:

@@ -188,6 +188,9 @@ class Controller:
                 self._log.exception("Worker error", namespace=req.namespace, name=req.name)
             finally:
                 self.queue.done(req)
+            # get() and a cache-only reconcile may never suspend; without this a backlog of keys
+            # would hold the event loop, starving watches and lease renewal, until it is empty.
+            await asyncio.sleep(0)
 
     async def _reconcile_handler(self, req: Request) -> None:
         metrics = self._metrics

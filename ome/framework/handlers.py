@@ -98,6 +98,6 @@ def enqueue_mapped(mapper: Callable[[Obj], Iterable[Request]]) -> Handler:
 
 
 def _group_of(api_version: str) -> str:
-    """"ome.io/v1beta1" -> "ome.io"; core "v1" -> ""."""
+    """The group of an apiVersion: "ome.io/v1beta1" -> "ome.io"; core "v1" -> ""."""
     group, _, _version = api_version.rpartition("/")
     return group

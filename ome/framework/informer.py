@@ -5,11 +5,9 @@ caller's transform), update the store, then call handlers, so a handler that enq
 rely on the cache already holding the object. Handlers are plain functions that only map and
 enqueue; they must not await or block, since they run inside the watch loop.
 
-Handlers receive `(event_type, obj, old)`:
-* ADDED: `old` is None;
-* MODIFIED: `old` is the object it replaced;
-* DELETED: `obj` is the final state (the watch event, or for a deletion noticed by a relist the
-  last known object: a tombstone); `old` is what the store held, or None.
+Handlers receive `(event_type, obj, old)`; `old` is the replaced object for MODIFIED, else None.
+For DELETED, `obj` is the final state: the watch event's object, or for a deletion noticed only by
+a relist, the last object the store held (a tombstone).
 
 An ADDED for a stored key arrives as MODIFIED and a MODIFIED for an unknown key as ADDED (the store
 decides, like client-go's HandleDeltas); a change that leaves the resourceVersion equal is dropped.
@@ -146,7 +144,7 @@ class Informer:
         for old, new in updated:
             self._notify("MODIFIED", new, old)
         for obj in deleted:
-            self._notify("DELETED", obj, obj)
+            self._notify("DELETED", obj, None)
         if relist and self._freeze_gc_on_relist:
             # The new objects are long-lived: take them out of future full collections (§2c).
             gc.collect()
@@ -154,8 +152,8 @@ class Informer:
 
     def apply(self, event_type: str, obj: Obj) -> None:
         if event_type == "DELETED":
-            old = self.store.delete(object_key(obj))
-            self._notify("DELETED", obj, old)
+            self.store.delete(object_key(obj))
+            self._notify("DELETED", obj, None)
             return
         if event_type not in ("ADDED", "MODIFIED"):
             self._log.warning("Unknown watch event type", event_type=event_type)

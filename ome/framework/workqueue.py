@@ -150,8 +150,8 @@ class WorkQueue(Generic[T]):
     async def shutdown_with_drain(self) -> None:
         """Like `shutdown`, then wait until no item is being processed."""
         self._begin_shutdown()
-        if self._drained is None:
-            self._drained = asyncio.Event()
+        if self._drained is None or self._drained.is_set():
+            self._drained = asyncio.Event()  # a set one belongs to a drain that already ended
         if not self._processing:
             return
         await self._drained.wait()

@@ -55,9 +55,12 @@ class Recorder:
             return await self._script(req, len(self.calls))
         return Result()
 
-    async def wait_calls(self, n: int, timeout: float = 2.0) -> None:
-        async with asyncio.timeout(timeout):
-            while len(self.calls) < n:
+    async def wait_calls(self, n: int, within: float = 2.0) -> None:
+        await self.wait_until(lambda: len(self.calls) >= n, within)
+
+    async def wait_until(self, done: Callable[[], bool], within: float = 2.0) -> None:
+        async with asyncio.timeout(within):
+            while not done():
                 self.called.clear()
                 await self.called.wait()
 
@@ -77,7 +80,9 @@ async def make() -> AsyncIterator[Callable[..., Controller]]:
         await ctrl.stop(grace_period=1)
 
 
-async def test_error_is_retried_with_backoff_until_success_and_counted(make: Callable[..., Controller]) -> None:
+async def test_error_is_retried_with_backoff_until_success_and_counted(
+    make: Callable[..., Controller],
+) -> None:
     async def fail_twice(req: Request, call: int) -> Result:
         if call <= 2:
             raise RuntimeError("boom")
@@ -177,7 +182,7 @@ async def test_error_carrying_requeue_after_is_still_rate_limited(make: Callable
     ctrl = make(rec).for_(informer)
     await ctrl.start()
     informer.emit("ADDED", obj("a"))
-    await rec.wait_calls(2, timeout=1.0)  # would take 60 s if requeue_after were honoured
+    await rec.wait_calls(2, within=1.0)  # would take 60 s if requeue_after were honoured
 
 
 async def test_same_key_is_never_reconciled_concurrently_while_distinct_keys_are(
@@ -249,9 +254,7 @@ async def test_exceptions_never_kill_the_worker_and_bugs_count_as_panics(
     await ctrl.start()
     informer.emit("ADDED", obj("bad"))
     informer.emit("ADDED", obj("good"))
-    async with asyncio.timeout(2):
-        while Request("ns", "good") not in rec.calls:
-            await asyncio.sleep(0.005)
+    await rec.wait_until(lambda: Request("ns", "good") in rec.calls)
     assert metric("controller_runtime_reconcile_panics_total", ctrl.name) >= 1
 
 
@@ -278,14 +281,13 @@ async def test_reconciler_logs_carry_controller_key_and_reconcile_id(make: Calla
         seen.append(structlog.contextvars.get_contextvars())
         return Result()
 
+    rec = Recorder(capture)
     informer = FakeInformer()
-    ctrl = make(Recorder(capture)).for_(informer)
+    ctrl = make(rec).for_(informer)
     await ctrl.start()
     informer.emit("ADDED", obj("a"))
     informer.emit("ADDED", obj("b"))
-    async with asyncio.timeout(2):
-        while len(seen) < 2:
-            await asyncio.sleep(0.005)
+    await rec.wait_calls(2)
     assert seen[0]["controller"] == ctrl.name
     assert (seen[0]["namespace"], seen[0]["name"]) == ("ns", "a")
     assert seen[1]["name"] == "b"
@@ -297,7 +299,6 @@ async def test_predicates_filter_events_before_the_handler(make: Callable[..., C
     rec = Recorder()
     informer = FakeInformer()
     ctrl = make(rec).for_(informer, predicates.generation_changed)
-    ctrl.queue.add  # noqa: B018 - the queue exists before start
     informer.emit("MODIFIED", obj("status-only", generation=1), obj("status-only", generation=1))
     informer.emit("MODIFIED", obj("spec", generation=2), obj("spec", generation=1))
     assert len(ctrl.queue) == 1
@@ -365,3 +366,33 @@ async def test_reconciler_from_wraps_a_coroutine_function() -> None:
 
     assert await reconciler_from(fn).reconcile(Request("ns", "abc")) == Result(requeue_after=3.0)
     assert str(Request("ns", "abc")) == "ns/abc" and str(Request("", "node")) == "node"
+
+
+async def test_a_backlog_of_cache_only_reconciles_does_not_hold_the_event_loop(
+    make: Callable[..., Controller],
+) -> None:
+    ticks = 0
+    ticks_seen: list[int] = []
+
+    async def cache_only(req: Request, call: int) -> Result:
+        ticks_seen.append(ticks)  # never awaits, like a reconcile that finds nothing to do
+        return Result()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    rec = Recorder(cache_only)
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer)
+    await ctrl.start()
+    for i in range(50):
+        informer.emit("ADDED", obj(f"o{i}"))
+    tick_task = asyncio.create_task(ticker())
+    try:
+        await rec.wait_calls(50)
+    finally:
+        tick_task.cancel()
+    assert ticks_seen[-1] > 10, "other tasks must run between reconciles"

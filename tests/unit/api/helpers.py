@@ -1,0 +1,40 @@
+"""Paths and loaders shared by the API tests."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+FIXTURES = Path(__file__).parent / "fixtures"
+MINI_OPENAPI = FIXTURES / "k8s-openapi-mini.json"
+SAMPLES = REPO / "config" / "samples"
+CRD_DIR = REPO / "config" / "crd"
+SEEDS = Path("/work/shared/seeds")
+
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def seed_manifests(text: str) -> Iterator[dict[str, Any]]:
+    """ome.io/v1beta1 manifests in a docs page: fenced YAML blocks, or, in a page rendered
+    to plain text, runs of lines from ``apiVersion: ome.io/v1beta1`` to the next blank line."""
+    blocks = _FENCE.findall(text)
+    if not blocks:
+        blocks = re.findall(r"^apiVersion: ome\.io/v1beta1\n(?:.+\n?)+", text, re.MULTILINE)
+    for block in blocks:
+        for doc in yaml.safe_load_all(block):
+            if isinstance(doc, dict) and doc.get("apiVersion") == "ome.io/v1beta1":
+                yield doc
+
+
+def sample_manifests() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in sorted(SAMPLES.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                out.append((path.name, doc))
+    return out

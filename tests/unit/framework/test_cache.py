@@ -1,0 +1,142 @@
+"""cache.SharedCache: shared informers, synchronous reads, loud failures for unwatched kinds."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import Configuration
+
+from ome.framework import errors, resources
+from ome.framework.cache import NoInformerError, NotSyncedError, SharedCache, deepcopy_obj
+from ome.framework.client import Client
+from ome.framework.reflector import ReflectorSettings
+from ome.framework.store import OWNER_INDEX
+from tests.unit.framework.fake_apiserver import FakeApiServer
+
+Obj = dict[str, Any]
+PODS = resources.PODS
+
+
+def pod(name: str, ns: str = "a", owner: str | None = None, **labels: str) -> Obj:
+    meta: Obj = {"name": name, "namespace": ns, "labels": labels}
+    if owner:
+        meta["ownerReferences"] = [{"uid": owner, "controller": True}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": []}}
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeApiServer]:
+    server = FakeApiServer()
+    await server.start()
+    for obj in (
+        pod("p1", "a", owner="u1", app="x"),
+        pod("p2", "a", app="y"),
+        pod("p3", "b", owner="u1", app="x"),
+    ):
+        server.add(PODS, obj)
+    server.add(resources.NODES, {"metadata": {"name": "n1"}})
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def cache(fake: FakeApiServer) -> AsyncIterator[SharedCache]:
+    async with Client.from_configuration(Configuration(host=fake.url)) as client:
+        shared = SharedCache(client, settings=ReflectorSettings(initial_backoff=0.01))
+        yield shared
+        await shared.stop()
+    gc.unfreeze()
+
+
+def names(objs: list[Obj]) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in objs)
+
+
+async def test_same_key_returns_the_same_informer(cache: SharedCache) -> None:
+    first = cache.informer_for(PODS, label_selector={"app": "x"})
+    assert cache.informer_for(PODS, label_selector="app=x") is first
+    assert cache.informer_for(PODS) is not first
+    assert cache.informer_for(PODS, metadata_only=True) is not cache.informer_for(PODS)
+    assert len(cache.informers) == 3
+
+
+async def test_same_key_with_another_transform_is_refused(cache: SharedCache) -> None:
+    cache.informer_for(PODS)
+    with pytest.raises(ValueError, match="another transform"):
+        cache.informer_for(PODS, transform=lambda o: o)
+
+
+async def test_reads_without_an_informer_fail_loudly(cache: SharedCache) -> None:
+    with pytest.raises(NoInformerError, match="no informer for pods"):
+        cache.get(PODS, "p1", "a")
+    cache.informer_for(PODS, namespace="a")
+    with pytest.raises(NoInformerError, match="namespace 'b'"):
+        cache.list(PODS, "b")
+
+
+async def test_reads_before_sync_fail(cache: SharedCache) -> None:
+    cache.informer_for(PODS)
+    with pytest.raises(NotSyncedError):
+        cache.list(PODS)
+
+
+async def test_get_and_list(cache: SharedCache) -> None:
+    cache.informer_for(PODS)
+    cache.informer_for(resources.NODES)
+    await cache.start()
+    await cache.wait_for_sync(2)
+    assert cache.get(PODS, "p1", "a")["metadata"]["labels"] == {"app": "x"}
+    assert cache.get(resources.NODES, "n1")["metadata"]["name"] == "n1"
+    with pytest.raises(errors.NotFound):
+        cache.get(PODS, "p1", "b")
+    assert cache.get_or_none(PODS, "zz", "a") is None
+    assert names(cache.list(PODS)) == ["p1", "p2", "p3"]
+    assert names(cache.list(PODS, "a")) == ["p1", "p2"]
+    assert names(cache.list(PODS, label_selector={"app": "x"})) == ["p1", "p3"]
+    assert names(cache.list(PODS, "b", index=(OWNER_INDEX, "u1"))) == ["p3"]
+    assert names(cache.list(PODS, index=(OWNER_INDEX, "u1"))) == ["p1", "p3"]
+
+
+async def test_an_informer_added_after_start_runs(cache: SharedCache, fake: FakeApiServer) -> None:
+    await cache.start()
+    informer = cache.informer_for(PODS, namespace="b")
+    await informer.wait_for_sync(2)
+    assert names(cache.list(PODS, "b")) == ["p3"]
+
+
+async def test_full_informers_are_preferred_over_metadata_only(cache: SharedCache) -> None:
+    cache.informer_for(PODS, metadata_only=True)
+    await cache.start()
+    await cache.wait_for_sync(2)
+    assert "spec" not in cache.get(PODS, "p1", "a")
+    cache.informer_for(PODS)
+    await cache.wait_for_sync(2)
+    assert "spec" in cache.get(PODS, "p1", "a")
+
+
+async def test_wait_for_sync_freezes_the_gc(cache: SharedCache) -> None:
+    gc.unfreeze()
+    cache.informer_for(PODS)
+    await cache.start()
+    await cache.wait_for_sync(2)
+    assert cache.has_synced
+    assert gc.get_freeze_count() > 0
+
+
+async def test_wait_for_sync_times_out(cache: SharedCache, fake: FakeApiServer) -> None:
+    fake.fail("GET", "/pods", 500, times=1000)
+    cache.informer_for(PODS)
+    await cache.start()
+    with pytest.raises(TimeoutError):
+        await cache.wait_for_sync(0.2)
+
+
+def test_deepcopy_obj_is_independent() -> None:
+    original = pod("p", app="x")
+    copied = deepcopy_obj(original)
+    copied["metadata"]["labels"]["app"] = "changed"
+    assert original["metadata"]["labels"] == {"app": "x"}
+    assert copied == {**original, "metadata": {**original["metadata"], "labels": {"app": "changed"}}}

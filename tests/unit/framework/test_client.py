@@ -1,0 +1,461 @@
+"""client.Client against the fake apiserver: verbs, headers, error mapping, retries, paging, watch."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ssl
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.config import incluster_config
+
+from ome.framework import certs, errors, resources, watch
+from ome.framework.client import META_ACCEPT, META_LIST_ACCEPT, Client
+from ome.framework.transport import ClientSettings
+from tests.unit.framework.fake_apiserver import FakeApiServer
+
+Obj = dict[str, Any]
+PODS = resources.PODS
+
+
+def cm(name: str, ns: str = "default", **data: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns},
+        "data": data,
+    }
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeApiServer]:
+    server = FakeApiServer()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+def make_client(fake: FakeApiServer, **settings: Any) -> Client:
+    return Client.from_configuration(Configuration(host=fake.url), ClientSettings(**settings))
+
+
+@pytest.fixture
+async def client(fake: FakeApiServer) -> AsyncIterator[Client]:
+    async with make_client(fake) as c:
+        yield c
+
+
+async def test_create_get_update_delete_round_trip(client: Client, fake: FakeApiServer) -> None:
+    created = await client.create(resources.CONFIGMAPS, cm("c", a="1"), field_manager="me")
+    assert created["metadata"]["resourceVersion"]
+    got = await client.get(resources.CONFIGMAPS, "c", "default")
+    assert got["data"] == {"a": "1"}
+    got["data"]["a"] = "2"
+    updated = await client.update(resources.CONFIGMAPS, got)
+    assert updated["data"] == {"a": "2"}
+    assert await client.delete(resources.CONFIGMAPS, "c", "default") is None
+    assert fake.get(resources.CONFIGMAPS, "default/c") is None
+    assert fake.requests[0].query == {"fieldManager": "me"}
+
+
+async def test_requests_carry_user_agent_and_json_accept(client: Client, fake: FakeApiServer) -> None:
+    await client.create(resources.CONFIGMAPS, cm("c"))
+    request = fake.requests[-1]
+    assert request.headers["User-Agent"] == "ome-py/0.1"
+    assert request.headers["Accept"] == "application/json"
+    assert request.headers["Content-Type"] == "application/json"
+    assert request.path == "/api/v1/namespaces/default/configmaps"
+
+
+async def test_get_missing_raises_not_found(client: Client) -> None:
+    with pytest.raises(errors.NotFound, match="not found"):
+        await client.get(resources.CONFIGMAPS, "missing", "default")
+
+
+async def test_create_existing_raises_already_exists(client: Client) -> None:
+    await client.create(resources.CONFIGMAPS, cm("c"))
+    with pytest.raises(errors.AlreadyExists):
+        await client.create(resources.CONFIGMAPS, cm("c"))
+
+
+async def test_update_with_stale_resource_version_raises_conflict(client: Client) -> None:
+    first = await client.create(resources.CONFIGMAPS, cm("c"))
+    await client.update(resources.CONFIGMAPS, {**first, "data": {"x": "1"}})
+    with pytest.raises(errors.Conflict):
+        await client.update(resources.CONFIGMAPS, {**first, "data": {"x": "2"}})
+
+
+async def test_invalid_object_raises_invalid_with_causes(client: Client) -> None:
+    with pytest.raises(errors.Invalid) as caught:
+        await client.create(resources.CONFIGMAPS, cm("Upper"))
+    assert caught.value.status == 422
+    assert caught.value.causes[0].field == "metadata.name"
+
+
+async def test_delete_preconditions_and_missing(client: Client) -> None:
+    created = await client.create(resources.CONFIGMAPS, cm("c"))
+    with pytest.raises(errors.Conflict):
+        await client.delete(resources.CONFIGMAPS, "c", "default", uid="other-uid")
+    assert await client.delete(resources.CONFIGMAPS, "c", "default", uid=created["metadata"]["uid"]) is None
+    with pytest.raises(errors.NotFound):
+        await client.delete(resources.CONFIGMAPS, "c", "default")
+
+
+async def test_delete_sends_options_and_returns_a_finalized_object(
+    client: Client, fake: FakeApiServer
+) -> None:
+    obj = cm("c")
+    obj["metadata"]["finalizers"] = ["ome.io/cleanup"]
+    await client.create(resources.CONFIGMAPS, obj)
+    held = await client.delete(
+        resources.CONFIGMAPS, "c", "default", propagation_policy="Foreground", grace_period_seconds=0
+    )
+    assert held is not None and held["metadata"]["deletionTimestamp"]
+
+    sent = orjson.loads(fake.requests[-1].body)
+    assert sent == {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground",
+                    "gracePeriodSeconds": 0}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("patch_type", "content_type", "body"),
+    [
+        ("merge", "application/merge-patch+json", {"data": {"k": "v"}}),
+        ("json", "application/json-patch+json", [{"op": "add", "path": "/data/k", "value": "v"}]),
+        ("strategic", "application/strategic-merge-patch+json", {"data": {"k": "v"}}),
+    ],
+    ids=["merge", "json", "strategic"],
+)
+async def test_patch_sets_the_content_type(
+    client: Client, fake: FakeApiServer, patch_type: Any, content_type: str, body: Any
+) -> None:
+    await client.create(resources.CONFIGMAPS, cm("c", a="1"))
+    patched = await client.patch(resources.CONFIGMAPS, "c", body, "default", patch_type=patch_type)
+    assert patched["data"] == {"a": "1", "k": "v"}
+    assert fake.requests[-1].headers["Content-Type"] == content_type
+
+
+async def test_apply_is_a_forced_server_side_apply(client: Client, fake: FakeApiServer) -> None:
+    applied = await client.apply(resources.CONFIGMAPS, cm("c", a="1"), field_manager="ome")
+    assert applied["data"] == {"a": "1"}
+    request = fake.requests[-1]
+    assert (request.method, request.path) == ("PATCH", "/api/v1/namespaces/default/configmaps/c")
+    assert request.headers["Content-Type"] == "application/apply-patch+yaml"
+    assert request.query == {"fieldManager": "ome", "force": "true"}
+
+
+async def test_apply_fills_api_version_and_kind(client: Client, fake: FakeApiServer) -> None:
+    await client.apply(
+        resources.CONFIGMAPS, {"metadata": {"name": "c", "namespace": "n"}}, field_manager="ome"
+    )
+    sent = orjson.loads(fake.requests[-1].body)
+    assert (sent["apiVersion"], sent["kind"]) == ("v1", "ConfigMap")
+
+
+async def test_status_and_scale_subresources(client: Client, fake: FakeApiServer) -> None:
+    replica = {"apiVersion": "ome.io/v1beta1", "kind": "InferenceReplica",
+               "metadata": {"name": "r", "namespace": "n"}, "spec": {"replicas": 1}}  # fmt: skip
+    created = await client.create(resources.INFERENCE_REPLICAS, replica)
+    await client.update_status(resources.INFERENCE_REPLICAS, {**created, "status": {"phase": "Ready"}})
+    assert fake.requests[-1].path.endswith("/inferencereplicas/r/status")
+    await client.update_scale(resources.INFERENCE_REPLICAS, "r", "n", 3)
+    scale = await client.get_scale(resources.INFERENCE_REPLICAS, "r", "n")
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 3
+    stored = await client.get(resources.INFERENCE_REPLICAS, "r", "n")
+    assert stored["status"] == {"phase": "Ready"}
+
+
+async def test_retry_after_on_429_is_honoured(client: Client, fake: FakeApiServer) -> None:
+    fake.fail("GET", "/configmaps/c", 429, reason="TooManyRequests", headers={"Retry-After": "0"}, times=2)
+    await client.create(resources.CONFIGMAPS, cm("c"))
+    assert (await client.get(resources.CONFIGMAPS, "c", "default"))["metadata"]["name"] == "c"
+    assert sum(r.method == "GET" for r in fake.requests) == 3
+
+
+async def test_5xx_with_retry_after_is_retried_without_it_not(client: Client, fake: FakeApiServer) -> None:
+    await client.create(resources.CONFIGMAPS, cm("c"))
+    fake.fail("GET", "/configmaps/c", 503, reason="ServiceUnavailable", headers={"Retry-After": "0"})
+    await client.get(resources.CONFIGMAPS, "c", "default")
+    fake.fail("GET", "/configmaps/c", 500)
+    with pytest.raises(errors.ServerError):
+        await client.get(resources.CONFIGMAPS, "c", "default")
+    assert sum(r.method == "GET" for r in fake.requests) == 3
+
+
+async def test_retries_stop_after_max_retries(fake: FakeApiServer) -> None:
+    fake.fail("GET", "/configmaps/c", 429, reason="TooManyRequests", headers={"Retry-After": "0"}, times=10)
+    async with make_client(fake, max_retries=2) as client:
+        with pytest.raises(errors.TooManyRequests) as caught:
+            await client.get(resources.CONFIGMAPS, "c", "default")
+    assert caught.value.retry_after == 0.0
+    assert len(fake.requests) == 3
+
+
+async def test_per_call_timeout_raises_server_timeout(client: Client, fake: FakeApiServer) -> None:
+    fake.fail("GET", "/configmaps/slow", 500, delay=5.0)
+    started = time.monotonic()
+    with pytest.raises(errors.ServerTimeout):
+        await client.get(resources.CONFIGMAPS, "slow", "default", timeout=0.2)
+    assert time.monotonic() - started < 1.0
+
+
+async def test_connection_refused_raises_transport_error() -> None:
+    async with Client.from_configuration(Configuration(host="http://127.0.0.1:9")) as client:
+        with pytest.raises(errors.TransportError) as caught:
+            await client.get(resources.CONFIGMAPS, "c", "default")
+    assert caught.value.status == 0
+    assert isinstance(caught.value, ConnectionError)
+
+
+async def test_list_follows_continue_tokens(client: Client, fake: FakeApiServer) -> None:
+    for i in range(7):
+        fake.add(resources.CONFIGMAPS, cm(f"c{i}"))
+    items, rv = await client.list(resources.CONFIGMAPS, "default", limit=3)
+    assert [i["metadata"]["name"] for i in items] == [f"c{i}" for i in range(7)]
+    assert rv == str(fake.rv)
+    assert all((i["apiVersion"], i["kind"]) == ("v1", "ConfigMap") for i in items)  # the server omits them
+    assert [r.query.get("limit") for r in fake.requests] == ["3", "3", "3"]
+    assert "continue" in fake.requests[1].query
+
+
+async def test_list_restarts_unpaginated_when_the_continue_token_expires(
+    client: Client, fake: FakeApiServer
+) -> None:
+    for i in range(5):
+        fake.add(resources.CONFIGMAPS, cm(f"c{i}"))
+    fake.fail("GET", "/configmaps", 410, reason="Expired", query="continue=")
+    items, _ = await client.list(resources.CONFIGMAPS, "default", limit=2)
+    assert len(items) == 5
+    assert "limit" not in fake.requests[-1].query and "continue" not in fake.requests[-1].query
+
+
+async def test_list_transform_runs_per_item(client: Client, fake: FakeApiServer) -> None:
+    fake.add(resources.CONFIGMAPS, cm("c", a="1"))
+    items, _ = await client.list(resources.CONFIGMAPS, transform=lambda o: {"name": o["metadata"]["name"]})
+    assert items == [{"name": "c"}]
+
+
+async def test_selectors_are_sent(client: Client, fake: FakeApiServer) -> None:
+    fake.add(
+        resources.CONFIGMAPS, {**cm("a"), "metadata": {"name": "a", "namespace": "n", "labels": {"x": "1"}}}
+    )
+    fake.add(resources.CONFIGMAPS, cm("b", "n"))
+    items, _ = await client.list(
+        resources.CONFIGMAPS, "n", label_selector={"x": "1"}, field_selector="metadata.name=a"
+    )
+    assert [i["metadata"]["name"] for i in items] == ["a"]
+    assert fake.requests[-1].query["labelSelector"] == "x=1"
+
+
+async def test_metadata_only_list_and_get(client: Client, fake: FakeApiServer) -> None:
+    fake.add(resources.CONFIGMAPS, cm("c", big="x" * 1000))
+    items, _ = await client.list(resources.CONFIGMAPS, metadata_only=True)
+    assert fake.requests[-1].headers["Accept"] == META_LIST_ACCEPT
+    assert items[0]["kind"] == "PartialObjectMetadata" and "data" not in items[0]
+    got = await client.get(resources.CONFIGMAPS, "c", "default", metadata_only=True)
+    assert fake.requests[-1].headers["Accept"] == META_ACCEPT
+    assert got["metadata"]["name"] == "c" and "data" not in got
+
+
+async def test_is_served(client: Client) -> None:
+    assert await client.is_served(resources.INFERENCE_SERVICES)
+    assert not await client.is_served(resources.Resource("nope.io", "v1", "X", "xs", True))
+
+
+async def test_watch_streams_events_and_raises_gone_on_expiry(client: Client, fake: FakeApiServer) -> None:
+    fake.add(resources.CONFIGMAPS, cm("c"))
+    start_rv = str(fake.rv)
+    seen: list[tuple[str, str]] = []
+
+    async def consume() -> None:
+        async for event_type, obj in client.watch(
+            resources.CONFIGMAPS, resource_version=start_rv, timeout_seconds=30
+        ):
+            seen.append((event_type, obj["metadata"].get("name", "")))
+            if len(seen) == 2:
+                fake.send_bookmark()
+            if len(seen) == 3:
+                fake.expire_watches()
+
+    task = asyncio.create_task(consume())
+    await until(lambda: fake.open_watches == 1)
+    fake.add(resources.CONFIGMAPS, cm("d"))
+    fake.remove(resources.CONFIGMAPS, "default/c")
+    with pytest.raises(errors.Gone):
+        await asyncio.wait_for(task, 2)
+    assert seen == [("ADDED", "d"), ("DELETED", "c"), ("BOOKMARK", "")]
+    query = fake.requests[-1].query
+    assert query == {
+        "watch": "1",
+        "timeoutSeconds": "30",
+        "resourceVersion": start_rv,
+        "allowWatchBookmarks": "true",
+    }
+
+
+async def test_watch_list_query(client: Client, fake: FakeApiServer) -> None:
+    fake.add(resources.CONFIGMAPS, cm("c"))
+    stream = client.watch(
+        resources.CONFIGMAPS, resource_version="", timeout_seconds=5, send_initial_events=True
+    )
+    events = [await anext(stream), await anext(stream)]
+    await stream.aclose()
+    assert [e[0] for e in events] == ["ADDED", "BOOKMARK"]
+    assert events[1][1]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    query = fake.requests[-1].query
+    assert (query["sendInitialEvents"], query["resourceVersionMatch"]) == ("true", "NotOlderThan")
+    assert "resourceVersion" not in query
+
+
+async def test_watch_rejected_at_open_raises_the_mapped_error(client: Client, fake: FakeApiServer) -> None:
+    fake.reject_watch_list = True
+    with pytest.raises(errors.Invalid):
+        async for _ in client.watch(
+            resources.PODS, resource_version="", timeout_seconds=5, send_initial_events=True
+        ):
+            pass
+
+
+async def test_half_open_watch_times_out_on_socket_read(fake: FakeApiServer) -> None:
+    fake.add(resources.CONFIGMAPS, cm("c"))
+    fake.hang_watches()
+    async with make_client(fake, watch_sock_read=0.3) as client:
+        started = time.monotonic()
+        with pytest.raises(errors.ServerTimeout):
+            async for _ in client.watch(resources.CONFIGMAPS, resource_version="", timeout_seconds=30):
+                pass
+    assert 0.25 < time.monotonic() - started < 2.0
+
+
+async def test_from_kubeconfig_sends_the_bearer_token(fake: FakeApiServer, tmp_path: Path) -> None:
+    kubeconfig = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+        "clusters": [{"name": "fake", "cluster": {"server": fake.url}}],
+        "users": [{"name": "u", "user": {"token": "s3cret"}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
+    }  # fmt: skip
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    async with await Client.from_kubeconfig(str(path)) as client:
+        assert client.host == fake.url
+        with pytest.raises(errors.NotFound):
+            await client.get(resources.CONFIGMAPS, "c", "default")
+    assert fake.requests[-1].headers["Authorization"] == "Bearer s3cret"
+
+
+async def until(predicate: Any, within: float = 2.0) -> None:
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.005)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    ca_cert, ca_key = certs.generate_ca("fake-ca")
+    server = certs.generate_serving_cert(ca_cert, ca_key, "fake-apiserver", ip_addresses=["127.0.0.1"])
+    user = certs.generate_client_cert(ca_cert, ca_key, "ome", ["system:masters"])
+    root = tmp_path_factory.mktemp("pki")
+    files = {
+        "ca": ca_cert,
+        "server.crt": server[0],
+        "server.key": server[1],
+        "user.crt": user[0],
+        "user.key": user[1],
+    }
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    return {name: root / name for name in files}
+
+
+@pytest.fixture(params=[True], ids=["client-cert-required"])
+async def tls_fake(pki: dict[str, Path], request: pytest.FixtureRequest) -> AsyncIterator[FakeApiServer]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki["ca"]))
+    context.load_cert_chain(pki["server.crt"], pki["server.key"])
+    # Required: like an apiserver with --client-ca-file and nothing else to authenticate with.
+    context.verify_mode = ssl.CERT_REQUIRED if request.param else ssl.CERT_OPTIONAL
+    server = FakeApiServer()
+    await server.start(ssl_context=context)
+    yield server
+    await server.stop()
+
+
+def tls_kubeconfig(tmp_path: Path, url: str, pki: dict[str, Path], *, with_client_cert: bool) -> Path:
+    def data(name: str) -> str:
+        return base64.b64encode(pki[name].read_bytes()).decode()
+
+    user = {"client-certificate-data": data("user.crt"), "client-key-data": data("user.key")}
+    kubeconfig = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "tls",
+        "clusters": [{"name": "tls", "cluster": {"server": url, "certificate-authority-data": data("ca")}}],
+        "users": [{"name": "u", "user": user if with_client_cert else {"token": "t"}}],
+        "contexts": [{"name": "tls", "context": {"cluster": "tls", "user": "u"}}],
+    }  # fmt: skip
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    return path
+
+
+async def test_kubeconfig_tls_with_ca_and_client_certificate(
+    tls_fake: FakeApiServer, pki: dict[str, Path], tmp_path: Path
+) -> None:
+    path = tls_kubeconfig(tmp_path, tls_fake.url, pki, with_client_cert=True)
+    async with await Client.from_kubeconfig(str(path)) as client:
+        created = await client.create(resources.CONFIGMAPS, cm("c"))
+    assert created["metadata"]["name"] == "c"
+    assert tls_fake.requests[-1].path == "/api/v1/namespaces/default/configmaps"
+
+
+async def test_kubeconfig_tls_without_client_certificate_is_refused(
+    tls_fake: FakeApiServer, pki: dict[str, Path], tmp_path: Path
+) -> None:
+    path = tls_kubeconfig(tmp_path, tls_fake.url, pki, with_client_cert=False)
+    async with await Client.from_kubeconfig(str(path)) as client:
+        with pytest.raises(errors.TransportError):
+            await client.get(resources.CONFIGMAPS, "c", "default")
+    assert tls_fake.requests == []
+
+
+async def test_untrusted_server_certificate_is_refused(tls_fake: FakeApiServer) -> None:
+    async with Client.from_configuration(Configuration(host=tls_fake.url)) as client:
+        with pytest.raises(errors.TransportError, match="certificate"):
+            await client.get(resources.CONFIGMAPS, "c", "default")
+
+
+def test_watch_lines_that_are_not_events_raise() -> None:
+    with pytest.raises(errors.TransportError, match="undecodable"):
+        watch.decode_event(b"{not json")
+    with pytest.raises(errors.TransportError, match="malformed"):
+        watch.decode_event(b'{"type": "ADDED"}')
+    with pytest.raises(errors.Forbidden):
+        watch.decode_event(
+            orjson.dumps({"kind": "Status", "code": 403, "reason": "Forbidden", "message": "no"})
+        )
+    with pytest.raises(errors.ServerError):
+        watch.decode_event(orjson.dumps({"type": "ERROR", "object": {"kind": "Status", "code": 500}}))
+
+
+@pytest.mark.parametrize("tls_fake", [False], indirect=True, ids=["client-cert-optional"])
+async def test_from_incluster_uses_the_service_account_token_and_ca(
+    tls_fake: FakeApiServer, pki: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("sa-token")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(pki["ca"]))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", tls_fake.url.rsplit(":", 1)[1])
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    async with await Client.from_environment() as client:
+        assert client.host == tls_fake.url
+        with pytest.raises(errors.NotFound):
+            await client.get(resources.CONFIGMAPS, "c", "default")
+    assert tls_fake.requests[-1].headers["Authorization"] == "Bearer sa-token"
