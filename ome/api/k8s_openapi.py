@@ -7,7 +7,8 @@ inlines their ``$ref``s and keeps only what a CRD accepts:
 * descriptions, patch-strategy and union extensions, and ``x-kubernetes-validations`` of
   the core types are dropped (the last to keep CEL cost estimates inside the budget);
 * ``default: {}`` and ``default: []`` are dropped, so an absent block stays absent; scalar
-  defaults such as ``protocol: TCP`` stay;
+  defaults such as ``protocol: TCP`` stay, and zero-value ones (``""``, ``0``, ``false``)
+  stay only where a list-map key needs one (see :func:`finalize_defaults`);
 * IntOrString, Quantity, Time and RawExtension become the shapes controller-gen emits, and
   embedded ObjectMeta (a pod template's ``metadata``) becomes an object that keeps its fields.
 """

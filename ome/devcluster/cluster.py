@@ -101,7 +101,9 @@ class Cluster:
         self.logs = self.state_dir / "logs"
 
     # ---- lifecycle -------------------------------------------------------------------------------
-    def up(self, *, gpu_nodes: int = 4, timeout: float = 180.0, log: Callable[[str], None] = print) -> ClusterInfo:
+    def up(
+        self, *, gpu_nodes: int = 4, timeout: float = 180.0, log: Callable[[str], None] = print
+    ) -> ClusterInfo:
         if self.healthy():
             log(f"cluster already running in {self.state_dir}")
             return self.info()
@@ -129,8 +131,9 @@ class Cluster:
             self._start(state, components.kwok(bin_dir, self.kubeconfig, kwok_config, ports), timeout, log)
             for i in range(gpu_nodes):
                 api.create("/api/v1/nodes", nodes.gpu_node(i))
-            _wait("the default ServiceAccount", lambda: _exists(api, "/api/v1/namespaces/default/serviceaccounts/default"),
-                  timeout, lambda: "is kube-controller-manager running?")
+            default_sa = "/api/v1/namespaces/default/serviceaccounts/default"
+            _wait("the default ServiceAccount", lambda: _exists(api, default_sa), timeout,
+                  lambda: "is kube-controller-manager running?")
             _wait(f"{gpu_nodes} Ready nodes", lambda: _ready_nodes(api) >= gpu_nodes, timeout,
                   lambda: "kwok log:\n" + processes.tail(self.logs / "kwok.log"))
         except BaseException:
@@ -233,7 +236,7 @@ def _post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def _api_ready(api: KubeApi) -> bool:
     try:
-        return api.get("/readyz") == "ok"
+        return bool(api.get("/readyz") == "ok")
     except (KubeApiError, OSError):
         return False
 

@@ -99,6 +99,15 @@ class Client:
     def host(self) -> str:
         return self._transport.host
 
+    @property
+    def warning_handler(self) -> Callable[[str], None]:
+        """Receives each warning the apiserver returns (admission webhooks' among them); logs by default."""
+        return self._transport.warning_handler
+
+    @warning_handler.setter
+    def warning_handler(self, handler: Callable[[str], None]) -> None:
+        self._transport.warning_handler = handler
+
     async def __aenter__(self) -> Client:
         return self
 

@@ -15,8 +15,9 @@ the host, the TLS files and a bearer token with its refresh hook. We own the aio
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final
@@ -63,8 +64,27 @@ class ClientSettings:
             raise ValueError("max_retries must not be negative")
 
 
+def parse_warning(value: str) -> str:
+    """The text of an RFC 7234 Warning header as the apiserver sends it: `299 - "text"`."""
+    match = _WARNING.match(value)
+    if not match:
+        return value
+    return match.group(1).replace('\\"', '"').replace("\\\\", "\\")
+
+
+_WARNING = re.compile(r'^\d{3} \S+ "((?:[^"\\]|\\.)*)"')
+
+
+def log_warning(message: str) -> None:
+    """Default warning handler: what client-go's default does, a log line per warning."""
+    _log.warning("API server warning", warning=message)
+
+
 class Transport:
     """Sends requests for `client.Client`; sessions are created lazily inside the running loop."""
+
+    warning_handler: Callable[[str], None] = staticmethod(log_warning)
+    """Called with each `Warning` the apiserver returns (admission webhooks' warnings among them)."""
 
     def __init__(self, configuration: Configuration, settings: ClientSettings | None = None) -> None:
         self._config = configuration
@@ -94,6 +114,10 @@ class Transport:
         """Keep a background task (token refresh) alive until `close()`."""
         self._background.append(task)
 
+    def _report_warnings(self, values: Sequence[str]) -> None:
+        for value in values:
+            self.warning_handler(parse_warning(value))
+
     async def request(
         self,
         method: str,
@@ -122,6 +146,7 @@ class Transport:
                     **self._extra,
                 ) as resp:
                     data = await resp.read()
+                    self._report_warnings(resp.headers.getall("Warning", ()))
                     if resp.status < 300:
                         return data
                     error = errors.error_for(resp.status, data)

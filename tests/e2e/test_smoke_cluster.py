@@ -8,7 +8,7 @@ from typing import Any
 
 from ome.framework import errors
 from ome.framework.client import Client
-from ome.framework.resources import CRDS, DEPLOYMENTS, PODS, Resource, CONFIGMAPS
+from ome.framework.resources import CONFIGMAPS, CRDS, DEPLOYMENTS, PODS, Resource
 
 WIDGETS = Resource(group="smoke.ome.io", version="v1", kind="Widget", plural="widgets", namespaced=True)
 

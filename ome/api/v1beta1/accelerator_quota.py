@@ -172,9 +172,7 @@ class AcceleratorQuotaStatus(OMEModel):
     observed_generation: Int64 | None = f("observedGeneration")
     parent: str | None = f("parent")
     source_generation: Int64 | None = f("sourceGeneration")
-    budgets: list[AcceleratorBudgetStatus] | None = f(
-        "budgets", list_type="map", list_map_keys=_BUDGET_KEYS
-    )
+    budgets: list[AcceleratorBudgetStatus] | None = f("budgets", list_type="map", list_map_keys=_BUDGET_KEYS)
     capacity: list[AcceleratorCapacityStatus] | None = f(
         "capacity", list_type="map", list_map_keys=_BUDGET_KEYS
     )

@@ -15,7 +15,7 @@ so :mod:`ome.api.crdgen` can inline the apiserver's own schema for them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -194,7 +194,6 @@ class CRDInfo:
     root_rules: tuple[Rule, ...] = ()
     required: tuple[str, ...] = ()
     preserve_status: bool = False
-    notes: tuple[str, ...] = field(default=())
 
     @property
     def crd_name(self) -> str:

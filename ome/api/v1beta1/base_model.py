@@ -134,9 +134,7 @@ _MODEL_COLUMNS = (
 class BaseModel(KubeObject):
     """A model in one namespace."""
 
-    crd = CRDInfo(
-        kind="BaseModel", plural="basemodels", singular="basemodel", printer_columns=_MODEL_COLUMNS
-    )
+    crd = CRDInfo(kind="BaseModel", plural="basemodels", singular="basemodel", printer_columns=_MODEL_COLUMNS)
 
     spec: BaseModelSpec | None = f("spec")
     status: ModelStatusSpec | None = f("status")

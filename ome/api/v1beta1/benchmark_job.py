@@ -58,9 +58,7 @@ class PodOverride(OMEModel):
     image: str | None = f("image")
     env: list[EnvVarDict] | None = f("env", list_type="map", list_map_keys=("name",))
     env_from: list[EnvFromSourceDict] | None = f("envFrom", list_type="atomic")
-    volume_mounts: list[VolumeMountDict] | None = f(
-        "volumeMounts", list_type="map", list_map_keys=("name",)
-    )
+    volume_mounts: list[VolumeMountDict] | None = f("volumeMounts", list_type="map", list_map_keys=("name",))
     resources: ResourceRequirementsDict | None = f("resources")
     tolerations: list[TolerationDict] | None = f("tolerations", list_type="atomic")
     node_selector: StrMap | None = f("nodeSelector", map_type="atomic")

@@ -23,9 +23,7 @@ class Condition(OMEModel):
     status: ConditionStatus = f("status", required=True)
     observed_generation: Int64 | None = f("observedGeneration", minimum=0)
     last_transition_time: Time = f("lastTransitionTime", required=True)
-    reason: str = f(
-        "reason", required=True, min_length=1, max_length=1024, pattern=_CONDITION_REASON_PATTERN
-    )
+    reason: str = f("reason", required=True, min_length=1, max_length=1024, pattern=_CONDITION_REASON_PATTERN)
     message: str = f("message", required=True, max_length=32768)
 
 

@@ -78,8 +78,7 @@ class InferenceServiceSpec(OMEModel):
         Rule(
             "!(has(self.routing) && has(self.routing.capacityFactors) && has(self.placement) && "
             "has(self.placement.capacityFactors))",
-            "spec.routing.capacityFactors and deprecated spec.placement.capacityFactors must not both "
-            "be set",
+            "spec.routing.capacityFactors and deprecated spec.placement.capacityFactors must not both be set",
         ),
     )
 

@@ -114,7 +114,9 @@ def _all_set(names: tuple[str, ...]) -> str:
     return " && ".join(f"has(self.{n})" for n in names)
 
 
-_POSITIVE_PERIOD = Rule("!has(self.period) || duration(self.period) > duration('0s')", "period must be positive")
+_POSITIVE_PERIOD = Rule(
+    "!has(self.period) || duration(self.period) > duration('0s')", "period must be positive"
+)
 _POSITIVE_TIMEOUT = Rule(
     "!has(self.timeout) || duration(self.timeout) > duration('0s')", "timeout must be positive"
 )
@@ -203,7 +205,8 @@ class RoutingPublisherSpec(OMEModel):
         rules=(
             Rule(
                 "self.all(k, size(k) > 0 && size(k) <= 128 && size(self[k]) > 0 && size(self[k]) <= 4096)",
-                "publisher option keys must contain 1-128 characters and values must contain 1-4096 characters",
+                "publisher option keys must contain 1-128 characters and values must contain 1-4096 "
+                "characters",
             ),
         ),
     )

@@ -111,9 +111,7 @@ _RUNTIME_COLUMNS = (
     PrinterColumn("Disabled", "boolean", ".spec.disabled"),
     PrinterColumn("ModelFormat", "string", ".spec.supportedModelFormats[*].modelFormat.name"),
     PrinterColumn("ModelFramework", "string", ".spec.supportedModelFormats[*].modelFramework.name"),
-    PrinterColumn(
-        "ModelFrameworkVersion", "string", ".spec.supportedModelFormats[*].modelFramework.version"
-    ),
+    PrinterColumn("ModelFrameworkVersion", "string", ".spec.supportedModelFormats[*].modelFramework.version"),
     PrinterColumn("ModelArchitecture", "string", ".spec.supportedModelFormats[*].modelArchitecture"),
     PrinterColumn("ModelSizeMin", "string", ".spec.modelSizeRange.min"),
     PrinterColumn("ModelSizeMax", "string", ".spec.modelSizeRange.max"),

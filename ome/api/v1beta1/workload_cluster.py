@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from ome.api.v1beta1.base import AGE, CRDInfo, KubeObject, OMEModel, PrinterColumn, Rule, SecretReferenceDict, f
+from ome.api.v1beta1.base import (
+    AGE,
+    CRDInfo,
+    KubeObject,
+    OMEModel,
+    PrinterColumn,
+    Rule,
+    SecretReferenceDict,
+    f,
+)
 from ome.api.v1beta1.common import Condition
 
 

@@ -16,6 +16,9 @@ SAMPLES = REPO / "config" / "samples"
 CRD_DIR = REPO / "config" / "crd"
 SEEDS = Path("/work/shared/seeds")
 
+# libyaml's loader when present: the committed CRDs are megabytes of YAML.
+LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 

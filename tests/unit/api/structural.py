@@ -46,7 +46,9 @@ def structural_problems(node: dict[str, Any], path: str = "") -> list[str]:
     if unknown:
         problems.append(f"{path}: keys not allowed in a CRD: {sorted(unknown)}")
     typed = node.get("type") in TYPES
-    if not (typed or node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")):
+    if not (
+        typed or node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")
+    ):
         problems.append(f"{path}: no type")
     if "anyOf" in node and not node.get("x-kubernetes-int-or-string"):
         problems.append(f"{path}: anyOf outside int-or-string")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import importlib.util
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from ome.api.k8s_openapi import DATA_FILE, K8sSchemas, MissingSchemaError, ref_c
 from ome.api.schema import SchemaBuilder, embedded_refs
 from ome.api.v1beta1 import KINDS, InferenceService, ServingRuntime
 
-from .helpers import CRD_DIR, MINI_OPENAPI, REPO
+from .helpers import CRD_DIR, LOADER, MINI_OPENAPI, REPO
 from .structural import structural_problems, walk
 
 
@@ -71,7 +73,12 @@ def test_names_scope_and_subresources(crds: dict[str, dict[str, Any]]) -> None:
 def test_printer_columns(crds: dict[str, dict[str, Any]]) -> None:
     cols = crds["InferenceService"]["spec"]["versions"][0]["additionalPrinterColumns"]
     assert cols[0] == {"name": "URL", "type": "string", "jsonPath": ".status.url"}
-    assert {"name": "Placement", "type": "string", "jsonPath": ".status.placement.phase", "priority": 1} in cols
+    assert {
+        "name": "Placement",
+        "type": "string",
+        "jsonPath": ".status.placement.phase",
+        "priority": 1,
+    } in cols
     irep = crds["InferenceReplica"]["spec"]["versions"][0]["additionalPrinterColumns"]
     assert [c["name"] for c in irep] == ["Component", "Desired", "Current", "Ready", "Available", "Age"]
 
@@ -136,7 +143,13 @@ def test_status_and_root_rules(crds: dict[str, dict[str, Any]]) -> None:
     assert _schema(crds["AcceleratorClass"])["required"] == ["spec"]
     conditions = _at(_schema(crds["WorkloadCluster"]), "status.conditions")
     assert conditions["x-kubernetes-list-map-keys"] == ["type"]
-    assert set(conditions["items"]["required"]) == {"type", "status", "lastTransitionTime", "reason", "message"}
+    assert set(conditions["items"]["required"]) == {
+        "type",
+        "status",
+        "lastTransitionTime",
+        "reason",
+        "message",
+    }
 
 
 def test_missing_kubernetes_type_is_an_error_unless_lenient() -> None:
@@ -181,11 +194,16 @@ def test_cli_writes_then_checks(tmp_path: Path) -> None:
     assert crdgen.main(["--openapi", str(tmp_path / "absent.json")]) == 2
 
 
-def test_capture_script_keeps_the_closure(tmp_path: Path) -> None:
+def _capture_module() -> Any:
     spec = importlib.util.spec_from_file_location("capture_openapi", REPO / "hack" / "capture_openapi.py")
     assert spec is not None and spec.loader is not None
     capture = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(capture)
+    return capture
+
+
+def test_capture_script_keeps_the_closure(tmp_path: Path) -> None:
+    capture = _capture_module()
     schemas = json.loads(MINI_OPENAPI.read_text())["components"]["schemas"]
     for doc in capture.DOCUMENTS:  # split the fixture into the three documents
         part = {k: v for k, v in schemas.items() if doc.split("/")[-2:][0] in k or doc == "api/v1"}
@@ -197,6 +215,49 @@ def test_capture_script_keeps_the_closure(tmp_path: Path) -> None:
     kept = json.loads(out.read_text())["components"]["schemas"]
     assert set(capture.roots()) <= set(kept)
     assert all("description" not in json.dumps(v) for v in kept.values())
+
+
+def test_capture_script_reads_an_apiserver(tmp_path: Path) -> None:
+    capture = _capture_module()
+    body = MINI_OPENAPI.read_bytes()
+    seen: list[tuple[str, str | None]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            seen.append((self.path, self.headers.get("Authorization")))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "current-context": "dev",
+                    "contexts": [{"name": "dev", "context": {"cluster": "c", "user": "u"}}],
+                    "clusters": [
+                        {"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}
+                    ],
+                    "users": [{"name": "u", "user": {"token": "t0k"}}],
+                }
+            )
+        )
+        out = tmp_path / "out.json"
+        assert capture.main(["--kubeconfig", str(kubeconfig), "--out", str(out)]) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [path for path, _ in seen] == [f"/openapi/v3/{doc}" for doc in capture.DOCUMENTS]
+    assert {auth for _, auth in seen} == {"Bearer t0k"}
+    assert "io.k8s.api.core.v1.PodSpec" in json.loads(out.read_text())["components"]["schemas"]
 
 
 # --- the committed CRDs, generated from the real apiserver schemas ------------------------------
@@ -215,5 +276,5 @@ def test_committed_crds_are_not_stale() -> None:
 @needs_data
 def test_committed_crds_are_structural() -> None:
     for path in sorted(CRD_DIR.glob("ome.io_*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = yaml.load(path.read_text(), Loader=LOADER)
         assert structural_problems(_schema(crd)) == [], path.name

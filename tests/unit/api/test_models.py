@@ -77,7 +77,10 @@ ISVC: dict[str, Any] = {
         },
         "router": {"config": {"a": "b"}, "runner": {"name": "router"}},
         "acceleratorSelector": {"constraints": {"minMemory": 80, "requiredFeatures": ["fp8"]}},
-        "traffic": {"algorithm": "ConsistentHash", "consistentHash": {"type": "Header", "headers": [{"name": "x"}]}},
+        "traffic": {
+            "algorithm": "ConsistentHash",
+            "consistentHash": {"type": "Header", "headers": [{"name": "x"}]},
+        },
         "rollout": {
             "groups": [
                 {
@@ -219,7 +222,7 @@ def test_models_can_be_built_by_attribute_name() -> None:
         "metadata": {"name": "a"},
         "spec": {"deploymentMode": "RawDeployment", "engine": {"minReplicas": 2}},
     }
-    assert ComponentAutoscaler(class_="HPA").to_dict() == {"class": "HPA"}  # type: ignore[call-arg]
+    assert ComponentAutoscaler(class_="HPA").to_dict() == {"class": "HPA"}
 
 
 @pytest.mark.parametrize(
@@ -241,7 +244,9 @@ def test_parse_object_needs_ome_api_version_and_kind() -> None:
         parse_object({"apiVersion": "v1", "kind": "Pod"})
     with pytest.raises(ValueError, match="unknown ome.io kind"):
         parse_object({"apiVersion": "ome.io/v1beta1", "kind": "Nope"})
-    assert isinstance(parse_object({"apiVersion": "ome.io/v1beta1", "kind": "ServingRuntime"}), ServingRuntime)
+    assert isinstance(
+        parse_object({"apiVersion": "ome.io/v1beta1", "kind": "ServingRuntime"}), ServingRuntime
+    )
 
 
 KIND_TABLE = {

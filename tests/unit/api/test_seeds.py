@@ -45,7 +45,15 @@ def test_omenative_examples_use_the_documented_fields() -> None:
 
 
 def test_plain_text_pages_are_read_too() -> None:
-    text = "intro\n\napiVersion: ome.io/v1beta1\nkind: InferenceService\nmetadata:\n  name: a\nspec:\n  engine: {}\n\nmore\n"
+    text = (
+        "intro\n\napiVersion: ome.io/v1beta1\nkind: InferenceService\n"
+        "metadata:\n  name: a\nspec:\n  engine: {}\n\nmore\n"
+    )
     assert list(seed_manifests(text)) == [
-        {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "a"}, "spec": {"engine": {}}}
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "a"},
+            "spec": {"engine": {}},
+        }
     ]
