@@ -84,3 +84,13 @@ async def client(kubeconfig: Path) -> AsyncIterator[object]:
         yield c
     finally:
         await c.close()
+
+
+@pytest.fixture(scope="session")
+async def ome_crds(kubeconfig: Path) -> list[str]:
+    """OME's CRDs installed once per run (config/crd, server-side applied, Established)."""
+    from ome.devcluster.crds import install_crds
+    from ome.framework.client import Client
+
+    async with await Client.from_kubeconfig(str(kubeconfig)) as c:
+        return await install_crds(c)

@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ome.devcluster.crds import install_crds
 from ome.framework import errors
 from ome.framework.client import Client
-from ome.framework.resources import CRDS, resource_for
+from ome.framework.resources import resource_for
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-async def install_crds(client: Client) -> list[str]:
-    names = []
-    for path in sorted((ROOT / "config" / "crd").glob("ome.io_*.yaml")):
-        crd = yaml.safe_load(path.read_text())
-        # Server-side apply: these CRDs are too large for client-side apply's annotation.
-        await client.apply(CRDS, crd, field_manager="ome-e2e", force=True)
-        names.append(crd["metadata"]["name"])
-    deadline = time.monotonic() + 60
-    for name in names:
-        while True:
-            crd = await client.get(CRDS, name)
-            conds = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
-            if conds.get("Established") == "True":
-                break
-            assert conds.get("NamesAccepted") != "False", f"{name}: {crd['status']}"
-            assert time.monotonic() < deadline, f"{name} never became Established"
-            await asyncio.sleep(0.1)
-    return names
 
 
 async def test_all_crds_become_established_and_samples_are_accepted(client: Client, namespace: str) -> None:
