@@ -47,7 +47,8 @@ def model_label_key(kind: ModelKind | str, name: str, namespace: str | None = No
     if len(namespace) + len(name) <= NAMESPACED_BUDGET:
         return f"{DOMAIN}/{namespace}.basemodel.{name}"
     ns_budget = min(len(namespace), NAMESPACE_BUDGET)
-    return f"{DOMAIN}/{truncate(namespace, ns_budget)}.basemodel.{truncate(name, NAMESPACED_BUDGET - ns_budget)}"
+    ns_part = truncate(namespace, ns_budget)
+    return f"{DOMAIN}/{ns_part}.basemodel.{truncate(name, NAMESPACED_BUDGET - ns_budget)}"
 
 
 def ready_selector(kind: ModelKind | str, name: str, namespace: str | None = None) -> dict[str, str]:

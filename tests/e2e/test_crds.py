@@ -30,7 +30,7 @@ async def test_all_crds_become_established_and_samples_are_accepted(client: Clie
                 # Samples reuse names across files; only CRD validation is under test here.
                 suffix = namespace[-6:] if not res.namespaced else str(index)
                 doc["metadata"]["name"] = f"{doc['metadata']['name'][:50]}-{suffix}"
-                for attempt in range(50):  # discovery of fresh CRDs can lag a moment
+                for _attempt in range(50):  # discovery of fresh CRDs can lag a moment
                     try:
                         obj = await client.create(res, doc, namespace if res.namespaced else None)
                         break
