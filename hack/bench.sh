@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `make bench`: prints the framework's figures; the cache bench runs against a local dev cluster.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash hack/setup-venv.sh
+py=.venv/bin/python
+state=${OME_DEV_STATE_DIR:-$HOME/.cache/ome/devcluster}
+kubeconfig=$(.venv/bin/ome-dev cluster up --state-dir "$state")
+echo "== work queue";            $py bench/bench_queue.py
+echo "== no-op reconcile";       $py bench/bench_reconcile.py
+echo "== cache (fake apiserver)"; $py bench/bench_cache.py --fake --pods 2000 --churn 30000
+echo "== cache (real control plane)"
+$py bench/bench_cache.py --kubeconfig "$kubeconfig" --pods 1000 --churn 2000 --watchers 80 --node-selector type=kwok
+for b in bench/bench_admission.py bench/bench_isvc.py bench/bench_omenative.py; do
+  if [ -f "$b" ]; then echo "== $b"; $py "$b" --kubeconfig "$kubeconfig" || true; fi
+done

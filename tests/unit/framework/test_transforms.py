@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import copy
+
+from ome.framework.transforms import keep_label_prefixes, slim_pod
+
+POD = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {
+        "name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "7", "labels": {"app": "x"},
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "ome.io/keep": "1"},
+        "ownerReferences": [{"uid": "o1", "controller": True}], "managedFields": [{"manager": "kubectl"}],
+        "deletionTimestamp": "2026-01-01T00:00:00Z",
+    },
+    "spec": {
+        "nodeName": "gpu-node-0", "readinessGates": [{"conditionType": "ome.io/serving"}],
+        "containers": [{"name": "main", "image": "img", "ports": [{"containerPort": 8080}],
+                        "env": [{"name": "BIG", "value": "x" * 1000}], "command": ["serve"]}],
+        "volumes": [{"name": "v"}], "tolerations": [{"key": "k"}],
+    },
+    "status": {
+        "phase": "Running", "podIP": "10.0.0.5",
+        "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": None, "reason": "R"}],
+        "containerStatuses": [{"name": "main", "ready": True, "restartCount": 2, "imageID": "sha",
+                               "state": {"terminated": {"exitCode": 1}}}],
+    },
+}
+
+
+def test_slim_pod_keeps_what_controllers_read() -> None:
+    slim = slim_pod(copy.deepcopy(POD))
+    meta = slim["metadata"]
+    assert meta["labels"] == {"app": "x"}
+    assert meta["ownerReferences"] == [{"uid": "o1", "controller": True}]
+    assert meta["deletionTimestamp"] == "2026-01-01T00:00:00Z"
+    assert meta["annotations"] == {"ome.io/keep": "1"}
+    assert "managedFields" not in meta
+    assert slim["spec"]["nodeName"] == "gpu-node-0"
+    assert slim["spec"]["readinessGates"] == [{"conditionType": "ome.io/serving"}]
+    assert slim["spec"]["containers"] == [{"name": "main", "image": "img", "ports": [{"containerPort": 8080}]}]
+    assert "volumes" not in slim["spec"]
+    assert slim["status"]["conditions"] == [{"type": "Ready", "status": "True", "reason": "R"}]
+    cs = slim["status"]["containerStatuses"][0]
+    assert cs["restartCount"] == 2 and cs["state"] == {"terminated": {"exitCode": 1}} and "imageID" not in cs
+
+
+def test_slim_pod_interns_repeated_strings() -> None:
+    a, b = slim_pod(copy.deepcopy(POD)), slim_pod(copy.deepcopy(POD))
+    assert a["status"]["phase"] is b["status"]["phase"]
+    assert next(iter(a["metadata"]["labels"])) is next(iter(b["metadata"]["labels"]))
+
+
+def test_keep_label_prefixes() -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "n", "uid": "u", "resourceVersion": "1",
+        "labels": {"models.ome.io/clusterbasemodel.m": "Ready", "kubernetes.io/hostname": "n"}}}
+    out = keep_label_prefixes("models.ome.io/")(node)
+    assert out["metadata"]["labels"] == {"models.ome.io/clusterbasemodel.m": "Ready"}
+    assert out["metadata"]["name"] == "n"
