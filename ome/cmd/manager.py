@@ -1,0 +1,105 @@
+"""`ome-manager`: every OME reconciler and the admission webhook server in one process.
+
+Flags follow controller-runtime's names. Controllers run only on the leader; informers and the webhook
+server run on every replica, so a standby answers admission requests and takes over with a warm cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+
+from ome.cmd import wiring
+from ome.framework.client import Client
+from ome.framework.leaderelection import LeaderElectionConfig
+from ome.framework.log_setup import configure_logging
+from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.webhook_server import WebhookServer
+
+log = structlog.get_logger("setup")
+
+LEADER_ELECTION_ID = "ome-controller-manager-leader-lock"
+DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="ome-manager", description=__doc__)
+    p.add_argument("--kubeconfig", help="path to a kubeconfig; in-cluster config when unset")
+    p.add_argument("--metrics-bind-address", default=":8080", help='"0" disables /metrics')
+    p.add_argument("--health-probe-bind-address", default=":8081", help='"0" disables /healthz and /readyz')
+    p.add_argument("--webhook-port", type=int, default=9443, help="0 disables the webhook server")
+    p.add_argument("--webhook-host", default="0.0.0.0", help="address the webhook server binds")
+    p.add_argument("--webhook-cert-dir", default=DEFAULT_CERT_DIR, help="holds tls.crt and tls.key")
+    p.add_argument("--webhook-self-register", action="store_true",
+                   help="outside a cluster: generate a CA and a 127.0.0.1 serving certificate and register the "
+                        "webhook configurations with url https://127.0.0.1:<port>/... and that caBundle")
+    p.add_argument("--leader-elect", action="store_true", help="run controllers only while holding the Lease")
+    p.add_argument("--leader-election-id", default=LEADER_ELECTION_ID)
+    p.add_argument("--leader-election-namespace", default=None, help="default: the config namespace")
+    p.add_argument("--config-namespace", default=os.environ.get("POD_NAMESPACE", "ome"),
+                   help="namespace of the inferenceservice-config ConfigMap (env POD_NAMESPACE)")
+    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
+    p.add_argument("--log-level", default="info")
+    return p.parse_args(argv)
+
+
+async def run(args: argparse.Namespace) -> int:
+    client = await Client.from_environment(args.kubeconfig)
+    try:
+        try:
+            settings = await wiring.load_settings(client, args.config_namespace)
+        except wiring.ConfigError as exc:
+            log.error(str(exc))
+            print(f"ome-manager: {exc}", file=sys.stderr)
+            return 1
+        webhook = _webhook_server(args)
+        election = None
+        if args.leader_elect:
+            election = LeaderElectionConfig(
+                lease_name=args.leader_election_id,
+                lease_namespace=args.leader_election_namespace or args.config_namespace,
+            )
+        manager = Manager(client, ManagerOptions(
+            metrics_bind_address=args.metrics_bind_address,
+            health_probe_bind_address=args.health_probe_bind_address,
+            leader_election=election, webhook_server=webhook,
+        ))
+        wiring.add_controllers(manager, settings)
+        if webhook is not None:
+            wiring.add_webhooks(webhook, manager, settings)
+            if args.webhook_self_register:
+                manager.add_runnable(
+                    lambda: wiring.self_register_webhooks(client, webhook, Path(args.webhook_cert_dir)),
+                    needs_leader_election=False)
+        await manager.run()
+        return 0
+    finally:
+        await client.close()
+
+
+def _webhook_server(args: argparse.Namespace) -> WebhookServer | None:
+    if args.webhook_port == 0:
+        return None
+    if args.webhook_self_register:
+        if args.webhook_cert_dir == DEFAULT_CERT_DIR:
+            args.webhook_cert_dir = tempfile.mkdtemp(prefix="ome-webhook-certs-")
+        wiring.write_self_signed_certs(Path(args.webhook_cert_dir))
+        args.webhook_host = "127.0.0.1"
+    return WebhookServer(host=args.webhook_host, port=args.webhook_port, cert_dir=args.webhook_cert_dir)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging(args.log_format, args.log_level)
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

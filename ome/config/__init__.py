@@ -1,0 +1,1 @@
+"""Operator configuration read from ConfigMaps (the `inferenceservice-config` ConfigMap)."""

@@ -1,0 +1,250 @@
+"""The `inferenceservice-config` ConfigMap: what the InferenceService controller reads from it.
+
+Each data key holds one JSON document (`deploy`, `ingress`, `lifecycle`, ...). `parse()` turns the
+ConfigMap's data into one validated `InferenceServiceConfig`; `load()` reads the ConfigMap from
+`POD_NAMESPACE` (default `ome`). Defaults are the `ome-resources` chart's values, so a key the
+ConfigMap leaves out behaves as in a chart install. Unknown fields are kept, not rejected: newer charts
+may carry settings this controller does not read yet.
+
+A bad `deploy` entry is fatal: the manager must exit at startup with
+`Failed to initialize deployment configuration`, so `parse()` raises `ConfigError` with that prefix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ome.framework import errors, resources
+from ome.framework.client import Client
+
+CONFIGMAP_NAME: Final = "inferenceservice-config"
+DEFAULT_NAMESPACE: Final = "ome"
+NAMESPACE_ENV: Final = "POD_NAMESPACE"
+DEPLOY_INIT_ERROR: Final = "Failed to initialize deployment configuration"
+DEFAULT_DOMAIN_TEMPLATE: Final = "{{ .Name }}.{{ .Namespace }}.{{ .IngressDomain }}"
+# The only default mode v1.3 accepts: OMENative is opted into per InferenceService, never by default.
+SUPPORTED_DEFAULT_MODE: Final = "RawDeployment"
+
+UpdateStrategyType = Literal["SurgeThenDrain", "RecreatePod", "InPlaceIfPossible", "InPlaceOnly"]
+
+
+class ConfigError(Exception):
+    """The ConfigMap holds a value the controller cannot run with."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
+
+
+def _positive_budget(value: int | str | None) -> int | str | None:
+    """An update budget must let at least one Instance move, or no rollout ever starts."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        number = value[:-1] if value.endswith("%") else value
+        if not number.isdigit():
+            raise ValueError(f"{value!r} is not an integer or percentage")
+        if int(number) <= 0:
+            raise ValueError(f"must be > 0, got {value!r}")
+    elif value <= 0:
+        raise ValueError(f"must be > 0, got {value}")
+    return value
+
+
+class ComponentUpdateStrategy(_Section):
+    type: UpdateStrategyType = "SurgeThenDrain"
+    max_surge: int | str | None = Field("25%", alias="maxSurge")
+    max_unavailable: int | str | None = Field("25%", alias="maxUnavailable")
+
+    _check_budgets = field_validator("max_surge", "max_unavailable")(_positive_budget)
+
+
+class UpdateStrategyDefaults(_Section):
+    """deploy.updateStrategy: per-component defaults for OMENative components that set none."""
+
+    engine: ComponentUpdateStrategy | None = ComponentUpdateStrategy()
+    decoder: ComponentUpdateStrategy | None = ComponentUpdateStrategy()
+    router: ComponentUpdateStrategy | None = ComponentUpdateStrategy()
+
+    def for_component(self, component: str) -> ComponentUpdateStrategy | None:
+        found: ComponentUpdateStrategy | None = getattr(self, component, None)
+        return found
+
+
+class ReplicasDefaults(_Section):
+    default_min_replicas: int | None = Field(None, alias="defaultMinReplicas", gt=0)
+    default_max_replicas: dict[str, int] = Field(default_factory=dict, alias="defaultMaxReplicas")
+
+
+class DeployConfig(_Section):
+    default_deployment_mode: str = Field(SUPPORTED_DEFAULT_MODE, alias="defaultDeploymentMode")
+    termination_grace_period_seconds: int | None = Field(600, alias="terminationGracePeriodSeconds", gt=0)
+    """Filled on every component pod spec that neither the InferenceService nor the runtime sets."""
+    min_ready_seconds: int | None = Field(None, alias="minReadySeconds", ge=0)
+    replicas: ReplicasDefaults | None = None
+    update_strategy: UpdateStrategyDefaults = Field(
+        default_factory=UpdateStrategyDefaults, alias="updateStrategy"
+    )
+
+    @field_validator("default_deployment_mode")
+    @classmethod
+    def _only_raw_deployment(cls, value: str) -> str:
+        if not value:
+            raise ValueError("invalid deploy config, defaultDeploymentMode is required")
+        if value != SUPPORTED_DEFAULT_MODE:
+            raise ValueError(
+                f"invalid deployment mode {value!r}. Supported default mode is {SUPPORTED_DEFAULT_MODE}"
+            )
+        return value
+
+
+class IngressConfig(_Section):
+    ingress_gateway: str | None = Field(None, alias="ingressGateway")
+    ingress_service: str | None = Field(None, alias="ingressService")
+    ome_ingress_gateway: str | None = Field(None, alias="omeIngressGateway")
+    ingress_domain: str = Field("svc.cluster.local", alias="ingressDomain")
+    ingress_class_name: str | None = Field(None, alias="ingressClassName")
+    additional_ingress_domains: list[str] | None = Field(None, alias="additionalIngressDomains")
+    domain_template: str = Field(DEFAULT_DOMAIN_TEMPLATE, alias="domainTemplate")
+    url_scheme: str = Field("http", alias="urlScheme")
+    path_template: str = Field("", alias="pathTemplate")
+    disable_istio_virtual_host: bool = Field(False, alias="disableIstioVirtualHost")
+    disable_ingress_creation: bool = Field(True, alias="disableIngressCreation")
+    enable_gateway_api: bool = Field(False, alias="enableGatewayAPI")
+
+    @field_validator("domain_template", "ingress_domain", "url_scheme")
+    @classmethod
+    def _empty_means_default(cls, value: str, info: Any) -> str:
+        # Upstream fills these when the ConfigMap writes "", so "" must not reach the URL builder.
+        defaults = {
+            "domain_template": DEFAULT_DOMAIN_TEMPLATE,
+            "ingress_domain": "example.com",
+            "url_scheme": "http",
+        }
+        return value or defaults[info.field_name]
+
+
+class UpdateRetry(_Section):
+    max_attempts: int = Field(3, alias="maxAttempts", gt=0)
+    initial_delay: str = Field("1m", alias="initialDelay")
+    max_delay: str = Field("30m", alias="maxDelay")
+    multiplier: float = Field(2.0, ge=1)
+
+
+class LifecycleConfig(_Section):
+    instance_ready_timeout: str | None = Field("30m", alias="instanceReadyTimeout")
+    update_retry: UpdateRetry | None = Field(default_factory=UpdateRetry, alias="updateRetry")
+    revision_history_limit: int | None = Field(10, alias="revisionHistoryLimit", gt=0)
+    stuck_pod_grace_period: str | None = Field(None, alias="stuckPodGracePeriod")
+
+
+class OMENativeStatusConfig(_Section):
+    status_encoding: Literal["DenseV1", "ColumnarV2"] = Field("ColumnarV2", alias="statusEncoding")
+
+
+class PDBPolicy(_Section):
+    min_available: int | str | None = Field(None, alias="minAvailable")
+    max_unavailable: int | str | None = Field(None, alias="maxUnavailable")
+
+    def as_spec(self) -> dict[str, int | str]:
+        if self.min_available is not None:
+            return {"minAvailable": self.min_available}
+        return {"maxUnavailable": self.max_unavailable if self.max_unavailable is not None else 1}
+
+
+class PDBConfig(_Section):
+    raw_deployment: PDBPolicy = Field(PDBPolicy(maxUnavailable=1), alias="rawDeployment")
+    ome_native: PDBPolicy = Field(PDBPolicy(maxUnavailable=1), alias="omeNative")
+
+
+class AgentImageConfig(_Section):
+    """modelInit / fineTunedAdapter: the ome-agent init container that fetches weights into a pod."""
+
+    image: str = "ghcr.io/moirai-internal/ome-agent:v1.3.0"
+    memory_request: str | None = Field(None, alias="memoryRequest")
+    memory_limit: str | None = Field(None, alias="memoryLimit")
+    cpu_request: str | None = Field(None, alias="cpuRequest")
+    cpu_limit: str | None = Field(None, alias="cpuLimit")
+
+
+class InferenceServiceConfig(_Section):
+    """Every entry of the ConfigMap this controller reads, each defaulted as the chart ships it."""
+
+    deploy: DeployConfig = Field(default_factory=DeployConfig)
+    ingress: IngressConfig = Field(default_factory=IngressConfig)
+    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
+    omenative_status: OMENativeStatusConfig = Field(
+        default_factory=OMENativeStatusConfig, alias="omenativeStatus"
+    )
+    pod_disruption_budget: PDBConfig = Field(default_factory=PDBConfig, alias="podDisruptionBudget")
+    model_init: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="modelInit")
+    fine_tuned_adapter: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="fineTunedAdapter")
+    cluster_domain: str = Field("cluster.local", alias="clusterDomain")
+
+
+# Keys whose value is a JSON document; clusterDomain is a bare string.
+_JSON_KEYS: Final = (
+    "deploy",
+    "ingress",
+    "lifecycle",
+    "omenativeStatus",
+    "podDisruptionBudget",
+    "modelInit",
+    "fineTunedAdapter",
+)
+
+
+def config_namespace() -> str:
+    return os.environ.get(NAMESPACE_ENV) or DEFAULT_NAMESPACE
+
+
+def parse(data: Mapping[str, str]) -> InferenceServiceConfig:
+    """Validate the ConfigMap's data; raises ConfigError naming the key and the field that is wrong."""
+    raw: dict[str, Any] = {}
+    for key in _JSON_KEYS:
+        text = data.get(key, "")
+        if not text.strip():
+            continue
+        try:
+            raw[key] = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise _error(key, f"unable to parse {key} config json: {exc}") from exc
+        if not isinstance(raw[key], dict):
+            raise _error(key, f"{key} config must be a JSON object")
+    if data.get("clusterDomain", "").strip():
+        raw["clusterDomain"] = data["clusterDomain"].strip()
+    for key, value in raw.items():
+        try:
+            InferenceServiceConfig.model_validate({key: value})
+        except ValidationError as exc:
+            raise _error(key, _describe(key, exc)) from exc
+    return InferenceServiceConfig.model_validate(raw)
+
+
+async def load(client: Client, namespace: str | None = None) -> InferenceServiceConfig:
+    """Read and parse the ConfigMap; a missing ConfigMap means every default."""
+    try:
+        configmap = await client.get(resources.CONFIGMAPS, CONFIGMAP_NAME, namespace or config_namespace())
+    except errors.NotFound:
+        return InferenceServiceConfig()
+    return parse(configmap.get("data") or {})
+
+
+def _describe(key: str, exc: ValidationError) -> str:
+    problems = []
+    for item in exc.errors():
+        where = ".".join(str(part) for part in item["loc"])
+        message = str(item["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {message}")
+    return f"invalid {key} config: " + "; ".join(problems)
+
+
+def _error(key: str, message: str) -> ConfigError:
+    if key == "deploy":
+        return ConfigError(f"{DEPLOY_INIT_ERROR}: {message}")
+    return ConfigError(message)
