@@ -58,8 +58,8 @@ def _positive_budget(value: int | str | None) -> int | str | None:
 
 class ComponentUpdateStrategy(_Section):
     type: UpdateStrategyType = "SurgeThenDrain"
-    max_surge: int | str | None = Field("25%", alias="maxSurge")
-    max_unavailable: int | str | None = Field("25%", alias="maxUnavailable")
+    max_surge: int | str | None = Field(default="25%", alias="maxSurge")
+    max_unavailable: int | str | None = Field(default="25%", alias="maxUnavailable")
 
     _check_budgets = field_validator("max_surge", "max_unavailable")(_positive_budget)
 
@@ -77,15 +77,17 @@ class UpdateStrategyDefaults(_Section):
 
 
 class ReplicasDefaults(_Section):
-    default_min_replicas: int | None = Field(None, alias="defaultMinReplicas", gt=0)
+    default_min_replicas: int | None = Field(default=None, alias="defaultMinReplicas", gt=0)
     default_max_replicas: dict[str, int] = Field(default_factory=dict, alias="defaultMaxReplicas")
 
 
 class DeployConfig(_Section):
-    default_deployment_mode: str = Field(SUPPORTED_DEFAULT_MODE, alias="defaultDeploymentMode")
-    termination_grace_period_seconds: int | None = Field(600, alias="terminationGracePeriodSeconds", gt=0)
+    default_deployment_mode: str = Field(default=SUPPORTED_DEFAULT_MODE, alias="defaultDeploymentMode")
+    termination_grace_period_seconds: int | None = Field(
+        default=600, alias="terminationGracePeriodSeconds", gt=0
+    )
     """Filled on every component pod spec that neither the InferenceService nor the runtime sets."""
-    min_ready_seconds: int | None = Field(None, alias="minReadySeconds", ge=0)
+    min_ready_seconds: int | None = Field(default=None, alias="minReadySeconds", ge=0)
     replicas: ReplicasDefaults | None = None
     update_strategy: UpdateStrategyDefaults = Field(
         default_factory=UpdateStrategyDefaults, alias="updateStrategy"
@@ -104,18 +106,18 @@ class DeployConfig(_Section):
 
 
 class IngressConfig(_Section):
-    ingress_gateway: str | None = Field(None, alias="ingressGateway")
-    ingress_service: str | None = Field(None, alias="ingressService")
-    ome_ingress_gateway: str | None = Field(None, alias="omeIngressGateway")
-    ingress_domain: str = Field("svc.cluster.local", alias="ingressDomain")
-    ingress_class_name: str | None = Field(None, alias="ingressClassName")
-    additional_ingress_domains: list[str] | None = Field(None, alias="additionalIngressDomains")
-    domain_template: str = Field(DEFAULT_DOMAIN_TEMPLATE, alias="domainTemplate")
-    url_scheme: str = Field("http", alias="urlScheme")
-    path_template: str = Field("", alias="pathTemplate")
-    disable_istio_virtual_host: bool = Field(False, alias="disableIstioVirtualHost")
-    disable_ingress_creation: bool = Field(True, alias="disableIngressCreation")
-    enable_gateway_api: bool = Field(False, alias="enableGatewayAPI")
+    ingress_gateway: str | None = Field(default=None, alias="ingressGateway")
+    ingress_service: str | None = Field(default=None, alias="ingressService")
+    ome_ingress_gateway: str | None = Field(default=None, alias="omeIngressGateway")
+    ingress_domain: str = Field(default="svc.cluster.local", alias="ingressDomain")
+    ingress_class_name: str | None = Field(default=None, alias="ingressClassName")
+    additional_ingress_domains: list[str] | None = Field(default=None, alias="additionalIngressDomains")
+    domain_template: str = Field(default=DEFAULT_DOMAIN_TEMPLATE, alias="domainTemplate")
+    url_scheme: str = Field(default="http", alias="urlScheme")
+    path_template: str = Field(default="", alias="pathTemplate")
+    disable_istio_virtual_host: bool = Field(default=False, alias="disableIstioVirtualHost")
+    disable_ingress_creation: bool = Field(default=True, alias="disableIngressCreation")
+    enable_gateway_api: bool = Field(default=False, alias="enableGatewayAPI")
 
     @field_validator("domain_template", "ingress_domain", "url_scheme")
     @classmethod
@@ -130,26 +132,26 @@ class IngressConfig(_Section):
 
 
 class UpdateRetry(_Section):
-    max_attempts: int = Field(3, alias="maxAttempts", gt=0)
-    initial_delay: str = Field("1m", alias="initialDelay")
-    max_delay: str = Field("30m", alias="maxDelay")
-    multiplier: float = Field(2.0, ge=1)
+    max_attempts: int = Field(default=3, alias="maxAttempts", gt=0)
+    initial_delay: str = Field(default="1m", alias="initialDelay")
+    max_delay: str = Field(default="30m", alias="maxDelay")
+    multiplier: float = Field(default=2.0, ge=1)
 
 
 class LifecycleConfig(_Section):
-    instance_ready_timeout: str | None = Field("30m", alias="instanceReadyTimeout")
+    instance_ready_timeout: str | None = Field(default="30m", alias="instanceReadyTimeout")
     update_retry: UpdateRetry | None = Field(default_factory=UpdateRetry, alias="updateRetry")
-    revision_history_limit: int | None = Field(10, alias="revisionHistoryLimit", gt=0)
-    stuck_pod_grace_period: str | None = Field(None, alias="stuckPodGracePeriod")
+    revision_history_limit: int | None = Field(default=10, alias="revisionHistoryLimit", gt=0)
+    stuck_pod_grace_period: str | None = Field(default=None, alias="stuckPodGracePeriod")
 
 
 class OMENativeStatusConfig(_Section):
-    status_encoding: Literal["DenseV1", "ColumnarV2"] = Field("ColumnarV2", alias="statusEncoding")
+    status_encoding: Literal["DenseV1", "ColumnarV2"] = Field(default="ColumnarV2", alias="statusEncoding")
 
 
 class PDBPolicy(_Section):
-    min_available: int | str | None = Field(None, alias="minAvailable")
-    max_unavailable: int | str | None = Field(None, alias="maxUnavailable")
+    min_available: int | str | None = Field(default=None, alias="minAvailable")
+    max_unavailable: int | str | None = Field(default=None, alias="maxUnavailable")
 
     def as_spec(self) -> dict[str, int | str]:
         if self.min_available is not None:
@@ -158,18 +160,18 @@ class PDBPolicy(_Section):
 
 
 class PDBConfig(_Section):
-    raw_deployment: PDBPolicy = Field(PDBPolicy(maxUnavailable=1), alias="rawDeployment")
-    ome_native: PDBPolicy = Field(PDBPolicy(maxUnavailable=1), alias="omeNative")
+    raw_deployment: PDBPolicy = Field(default=PDBPolicy(maxUnavailable=1), alias="rawDeployment")
+    ome_native: PDBPolicy = Field(default=PDBPolicy(maxUnavailable=1), alias="omeNative")
 
 
 class AgentImageConfig(_Section):
     """modelInit / fineTunedAdapter: the ome-agent init container that fetches weights into a pod."""
 
     image: str = "ghcr.io/moirai-internal/ome-agent:v1.3.0"
-    memory_request: str | None = Field(None, alias="memoryRequest")
-    memory_limit: str | None = Field(None, alias="memoryLimit")
-    cpu_request: str | None = Field(None, alias="cpuRequest")
-    cpu_limit: str | None = Field(None, alias="cpuLimit")
+    memory_request: str | None = Field(default=None, alias="memoryRequest")
+    memory_limit: str | None = Field(default=None, alias="memoryLimit")
+    cpu_request: str | None = Field(default=None, alias="cpuRequest")
+    cpu_limit: str | None = Field(default=None, alias="cpuLimit")
 
 
 class InferenceServiceConfig(_Section):
@@ -184,7 +186,7 @@ class InferenceServiceConfig(_Section):
     pod_disruption_budget: PDBConfig = Field(default_factory=PDBConfig, alias="podDisruptionBudget")
     model_init: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="modelInit")
     fine_tuned_adapter: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="fineTunedAdapter")
-    cluster_domain: str = Field("cluster.local", alias="clusterDomain")
+    cluster_domain: str = Field(default="cluster.local", alias="clusterDomain")
 
 
 # Keys whose value is a JSON document; clusterDomain is a bare string.

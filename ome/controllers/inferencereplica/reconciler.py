@@ -1,0 +1,356 @@
+"""InferenceReplica reconciler: I/O only. Reads the cache, asks `ome.omenative` what to do, writes it.
+
+Every write is conditional on the cache disagreeing with the plan, so a reconcile of a settled replica
+makes no API call. Pod creations and deletions are covered by expectations, since the pod cache lags
+our own writes and a second pass must not create or delete again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import structlog
+
+from ome.framework import errors, resources
+from ome.framework.cache import SharedCache
+from ome.framework.client import Client
+from ome.framework.events import EventRecorder
+from ome.framework.expectations import ControllerExpectations
+from ome.framework.reconcile import Request, Result
+from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
+from ome.omenative import instance_names as names
+from ome.omenative import instances, pod_render, revisions, services, status
+from ome.omenative.pods_view import PodView, format_time, view
+from ome.omenative.revisions import RevisionData
+from ome.omenative.settings import InferenceReplicaSettings
+
+Obj = dict[str, Any]
+
+PODGROUPS: Final = resources.register(
+    resources.Resource(
+        "scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", True, frozenset({"status"})
+    )
+)
+OWNER_INDEX: Final = "owner"
+log = structlog.get_logger("ome.controllers.inferencereplica")
+
+
+def parse_duration(value: str | None) -> float | None:
+    """A metav1.Duration such as "30m", "1h30m" or "90s", in seconds."""
+    if not value:
+        return None
+    total, number = 0.0, ""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0}
+    for ch in value:
+        if ch.isdigit() or ch == ".":
+            number += ch
+        elif ch in units and number:
+            total, number = total + float(number) * units[ch], ""
+    return total + (float(number) if number else 0.0)
+
+
+class InferenceReplicaReconciler:
+    def __init__(
+        self,
+        client: Client,
+        cache: SharedCache,
+        settings: InferenceReplicaSettings,
+        *,
+        expectations: ControllerExpectations | None = None,
+        recorder: EventRecorder | None = None,
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
+        self._client = client
+        self._cache = cache
+        self._settings = settings
+        self.expectations = expectations or ControllerExpectations()
+        self._recorder = recorder
+        self._now = now or (lambda: datetime.now(UTC).replace(microsecond=0))
+        self._gang: bool | None = None
+        self.writes = 0
+        """API writes made, for tests and benchmarks (a no-op reconcile adds none)."""
+
+    async def reconcile(self, req: Request) -> Result:
+        key = (req.namespace, req.name)
+        replica = self._cache.get_or_none(INFERENCE_REPLICAS, req.name, req.namespace)
+        if replica is None:
+            self.expectations.delete(key)
+            return Result()
+        if replica["metadata"].get("deletionTimestamp"):
+            return Result()  # the garbage collector removes the children
+        if not self.expectations.satisfied(key):
+            return Result()  # the pending pod events requeue this key
+        spec = replica.get("spec") or {}
+        data = revisions.from_spec(spec)
+        if data is None:
+            return Result()  # modelRef/runtimeRef rendering is the InferenceService controller's job
+        known = await self._ensure_revision(replica, data)
+        digest = revisions.revision_hash(data)
+        pods = [v for p in self._owned(PODS, replica) if (v := view(p)) is not None]
+        ctx = self._context(replica, data, digest, known)
+        plan = instances.plan(ctx, status.rows_of(replica.get("status") or {}), pods)
+        await self._apply(replica, ctx, plan, known)
+        await self._ensure_services(replica, data, known, plan.rows)
+        await self._prune_revisions(replica, known, plan.rows, ctx.update_revision)
+        await self._write_status(replica, ctx, plan, pods, known)
+        return Result(requeue_after=plan.wake_after)
+
+    # -- observe ------------------------------------------------------------------------------
+
+    def _owned(self, res: resources.Resource, replica: Mapping[str, Any]) -> list[Obj]:
+        meta = replica["metadata"]
+        return self._cache.list(res, meta["namespace"], index=(OWNER_INDEX, meta["uid"]))
+
+    def _context(
+        self, replica: Obj, data: RevisionData, digest: str, known: Mapping[str, RevisionData]
+    ) -> instances.Context:
+        spec = replica["spec"]
+        lifecycle = spec.get("lifecycle") or {}
+        base = names.base_name(replica)
+        return instances.Context(
+            base=base,
+            component=spec["component"],
+            desired=desired_replicas(replica),
+            update_revision=names.revision_name(base, spec["component"], digest),
+            update_hash=digest,
+            revisions=known,
+            now=self._now(),
+            ready_timeout=self._ready_timeout(replica),
+            drain_timeout=self._settings.drain_timeout,
+            min_ready_seconds=min_ready_seconds(replica),
+            restart_policy=lifecycle.get("restartPolicy"),
+        )
+
+    def _ready_timeout(self, replica: Mapping[str, Any]) -> float | None:
+        lifecycle = (replica.get("spec") or {}).get("lifecycle") or {}
+        own = parse_duration(lifecycle.get("instanceReadyTimeout"))
+        return own if own is not None else self._settings.instance_ready_timeout
+
+    # -- revisions ----------------------------------------------------------------------------
+
+    async def _ensure_revision(self, replica: Obj, data: RevisionData) -> dict[str, RevisionData]:
+        """Revision data by hash: every owned ControllerRevision plus the spec's, created if new."""
+        owned = self._owned(CONTROLLER_REVISIONS, replica)
+        known = {
+            r["metadata"].get("labels", {}).get(names.REVISION_HASH_LABEL, ""): revisions.from_json(r["data"])
+            for r in owned
+            if r.get("data")
+        }
+        digest = revisions.revision_hash(data)
+        if digest not in known:
+            body = revisions.controller_revision(replica, data, revisions.next_number(owned))
+            await self._create(CONTROLLER_REVISIONS, body)
+            known[digest] = data
+        return known
+
+    async def _prune_revisions(
+        self, replica: Obj, known: Mapping[str, RevisionData], rows: list[Obj], update: str
+    ) -> None:
+        live = {update, (replica.get("status") or {}).get("currentRevision") or update}
+        live |= {r.get("runningRevision") or "" for r in rows} | {r.get("targetRevision") or "" for r in rows}
+        limit = (replica.get("spec") or {}).get(
+            "revisionHistoryLimit"
+        ) or self._settings.revision_history_limit
+        for name in revisions.prunable(self._owned(CONTROLLER_REVISIONS, replica), live, limit):
+            await self._delete(CONTROLLER_REVISIONS, name, replica["metadata"]["namespace"])
+
+    # -- pods -------------------------------------------------------------------------------
+
+    async def _apply(
+        self, replica: Obj, ctx: instances.Context, plan: instances.Plan, known: Mapping[str, RevisionData]
+    ) -> None:
+        ns = replica["metadata"]["namespace"]
+        key = (ns, replica["metadata"]["name"])
+        bodies = [self._pod_bodies(replica, ctx, create, known) for create in plan.creates]
+        todo = [body for group in bodies for body in group]
+        deletes = sorted(set(plan.deletes))
+        if todo or deletes:
+            self.expectations.expect_creations(key, len(todo))
+            self.expectations.raise_expectations(key, deletes=len(deletes))
+        if todo:
+            await self._ensure_pod_groups(replica, ctx, plan)
+        await asyncio.gather(*(self._create_pod(key, body) for body in todo))
+        await asyncio.gather(*(self._delete_pod(key, name, ns) for name in deletes))
+        await asyncio.gather(*(self._set_gate(ns, name, "True") for name in sorted(set(plan.open_gates))))
+        await asyncio.gather(*(self._set_gate(ns, name, "False") for name in sorted(set(plan.close_gates))))
+        for index in plan.removed:
+            if self._gang:
+                await self._delete(PODGROUPS, names.pod_group_name(ctx.base, ctx.component, index), ns)
+
+    def _pod_bodies(
+        self,
+        replica: Obj,
+        ctx: instances.Context,
+        create: instances.PodCreate,
+        known: Mapping[str, RevisionData],
+    ) -> list[Obj]:
+        data = known[create.revision_hash]
+        ident = pod_render.PodIdentity(
+            ctx.base,
+            ctx.component,
+            create.index,
+            create.incarnation,
+            "",
+            0,
+            create.revision_hash,
+            ctx.desired,
+            (replica["spec"].get("topologyKey") or None),
+        )
+        return [
+            p for p in pod_render.instance_pods(replica, data, ident) if p["metadata"]["name"] in create.names
+        ]
+
+    async def _create_pod(self, key: tuple[str, str], body: Obj) -> None:
+        try:
+            await self._create(PODS, body, swallow_exists=False)
+        except errors.AlreadyExists:
+            self.expectations.creation_observed(key)  # no event will arrive for a pod we did not make
+        except Exception:
+            self.expectations.creation_observed(key)
+            raise
+
+    async def _delete_pod(self, key: tuple[str, str], name: str, ns: str) -> None:
+        try:
+            await self._client.delete(PODS, name, ns)
+            self.writes += 1
+        except errors.NotFound:
+            self.expectations.deletion_observed(key)
+        except Exception:
+            self.expectations.deletion_observed(key)
+            raise
+
+    async def _set_gate(self, ns: str, name: str, value: str) -> None:
+        """The serving readiness gate: the kubelet (kwok here) folds it into the pod's Ready."""
+        condition = {
+            "type": names.SERVING_GATE,
+            "status": value,
+            "lastTransitionTime": format_time(self._now()),
+            "reason": "InRotation" if value == "True" else "Drained",
+        }
+        with contextlib.suppress(errors.NotFound):
+            await self._client.patch(
+                PODS,
+                name,
+                {"status": {"conditions": [condition]}},
+                ns,
+                patch_type="strategic",
+                subresource="status",
+            )
+            self.writes += 1
+
+    async def _ensure_pod_groups(self, replica: Obj, ctx: instances.Context, plan: instances.Plan) -> None:
+        multi = [c for c in plan.creates if ctx.revisions[c.revision_hash].multi_pod]
+        if not multi:
+            return
+        if self._gang is None:
+            self._gang = await self._client.is_served(PODGROUPS)
+        if not self._gang:
+            return
+        for create in multi:
+            body = {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {
+                    "name": names.pod_group_name(ctx.base, ctx.component, create.index),
+                    "namespace": replica["metadata"]["namespace"],
+                    "labels": names.selector_labels(ctx.base, ctx.component),
+                    "ownerReferences": [revisions.owner_reference(replica)],
+                },
+                "spec": {"minMember": ctx.revisions[create.revision_hash].pod_count},
+            }
+            await self._create(PODGROUPS, body)
+
+    # -- services -----------------------------------------------------------------------------
+
+    async def _ensure_services(
+        self, replica: Obj, data: RevisionData, known: Mapping[str, RevisionData], rows: list[Obj]
+    ) -> None:
+        live = {names.hash_of_revision(r.get("runningRevision") or "") for r in rows}
+        live.add(revisions.revision_hash(data))
+        desired = [services.headless_service(replica, data)]
+        for digest in sorted(live & set(known)):
+            desired += services.revision_services(replica, digest, known[digest])
+        existing = {s["metadata"]["name"]: s for s in self._owned(SERVICES, replica)}
+        for body in desired:
+            current = existing.pop(body["metadata"]["name"], None)
+            if current is None:
+                await self._create(SERVICES, body)
+            elif services.differs(body, current):
+                await self._client.apply(SERVICES, body, field_manager=self._settings.serving_gate_controller)
+                self.writes += 1
+        for name, stale in existing.items():
+            if (stale["metadata"].get("labels") or {}).get(services.REVISION_SERVICE_LABEL):
+                await self._delete(SERVICES, name, replica["metadata"]["namespace"])
+
+    # -- status -------------------------------------------------------------------------------
+
+    async def _write_status(
+        self,
+        replica: Obj,
+        ctx: instances.Context,
+        plan: instances.Plan,
+        pods: list[PodView],
+        known: Mapping[str, RevisionData],
+    ) -> None:
+        inputs = status.Inputs(
+            replica=replica,
+            rows=plan.rows,
+            pods=pods,
+            revisions=known,
+            desired=ctx.desired,
+            update_revision=ctx.update_revision,
+            now=ctx.now,
+            min_ready_seconds=ctx.min_ready_seconds,
+            ready_timeout_configured=ctx.ready_timeout is not None,
+            gang_scheduling_available=self._gang is not False,
+            migration_audit_configured=self._settings.migration_audit_configured,
+            columnar=self._settings.status_encoding == "ColumnarV2",
+        )
+        new = status.compute(inputs)
+        for type_, reason, message in plan.events:
+            if self._recorder is not None:
+                self._recorder.event(replica, "Warning" if type_ == "Warning" else "Normal", reason, message)
+        if new == (replica.get("status") or {}):
+            return
+        body = {**replica, "status": new}
+        await self._client.update_status(INFERENCE_REPLICAS, body)
+        self.writes += 1
+        log.debug("status updated", replicas=new.get("replicas"), ready=new.get("readyReplicas"))
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def _create(self, res: resources.Resource, body: Obj, *, swallow_exists: bool = True) -> None:
+        try:
+            await self._client.create(res, body, body["metadata"]["namespace"])
+            self.writes += 1
+        except errors.AlreadyExists:
+            if not swallow_exists:
+                raise
+
+    async def _delete(self, res: resources.Resource, name: str, ns: str) -> None:
+        with contextlib.suppress(errors.NotFound):
+            await self._client.delete(res, name, ns)
+            self.writes += 1
+
+
+def desired_replicas(replica: Mapping[str, Any]) -> int:
+    """spec.replicas; unset means 1, and a standalone replica never scales to zero."""
+    spec = replica.get("spec") or {}
+    value = spec.get("replicas")
+    if value is None:
+        return 1
+    if not spec.get("parentRef") and int(value) == 0:
+        return 1
+    return int(value)
+
+
+def min_ready_seconds(replica: Mapping[str, Any]) -> int:
+    spec = replica.get("spec") or {}
+    value = spec.get("minReadySeconds")
+    if value is None:
+        value = (spec.get("lifecycle") or {}).get("minReadySeconds")
+    return int(value or 0)

@@ -1,0 +1,58 @@
+"""Wiring: the informers the InferenceReplica controller reads and the controller itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
+from ome.framework import transforms
+from ome.framework.controller import Controller
+from ome.framework.events import EventRecorder
+from ome.framework.handlers import EventType, Obj
+from ome.framework.manager import Manager
+from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS, SERVICES
+from ome.omenative import instance_names as names
+from ome.omenative.settings import InferenceReplicaSettings
+
+CHILD_SELECTOR = {names.MANAGED_BY_LABEL: names.MANAGED_BY}
+"""Children are found by label, so the pod and Service informers never hold other workloads."""
+
+
+def add_to_manager(manager: Manager, settings: InferenceReplicaSettings) -> Controller:
+    cache = manager.cache
+    replicas = cache.informer_for(INFERENCE_REPLICAS)
+    pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
+    svcs = cache.informer_for(SERVICES, label_selector=CHILD_SELECTOR)
+    revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
+    recorder = EventRecorder(manager.client, settings.serving_gate_controller)
+    reconciler = InferenceReplicaReconciler(manager.client, cache, settings, recorder=recorder)
+    pods.add_handler(_observe_expectations(reconciler))
+    controller = (
+        Controller(
+            "inferencereplica", reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
+        )
+        .for_(replicas)
+        .owns(pods, OME_GROUP, "InferenceReplica")
+        .owns(svcs, OME_GROUP, "InferenceReplica")
+        .owns(revs, OME_GROUP, "InferenceReplica")
+    )
+    manager.add_controller(controller)
+    return controller
+
+
+def _observe_expectations(
+    reconciler: InferenceReplicaReconciler,
+) -> Callable[[EventType, Obj, Obj | None], None]:
+    """Lower the expectations as our pod creations and deletions reach the cache."""
+
+    def handle(event_type: EventType, obj: Obj, old: Obj | None) -> None:
+        owner = next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+        if owner is None or owner.get("kind") != "InferenceReplica":
+            return
+        key = (obj["metadata"]["namespace"], owner["name"])
+        if event_type == "ADDED":
+            reconciler.expectations.creation_observed(key)
+        elif event_type == "DELETED":
+            reconciler.expectations.deletion_observed(key)
+
+    return handle

@@ -1,0 +1,1 @@
+"""The InferenceService controller: InferenceService -> component workloads, Services, status."""

@@ -1,0 +1,97 @@
+"""Wire the InferenceService controller into a manager: informers, watches, the reconciler.
+
+Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` label):
+
+- InferenceServices (primary; spec, label and annotation changes);
+- ServingRuntimes and ClusterServingRuntimes, BaseModels and ClusterBaseModels: a change re-reconciles
+  the InferenceServices that use them (runtime changes roll out; a deleted runtime flips RuntimeReady);
+- owned Deployments, Services, HPAs, PDBs and InferenceReplicas (and LeaderWorkerSets when served);
+- Pods of InferenceServices (slimmed), for the model status of the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
+from ome.framework import predicates, resources, transforms
+from ome.framework.cache import SharedCache
+from ome.framework.controller import Controller
+from ome.framework.events import EventRecorder
+from ome.framework.handlers import Obj
+from ome.framework.manager import Manager
+from ome.framework.reconcile import Request
+from ome.resolution import naming
+
+NAME: Final = "inferenceservice"
+EVENT_SOURCE: Final = "v1beta1Controllers"
+CHILD_SELECTOR: Final = naming.ISVC_LABEL  # "exists": every child carries the label
+
+
+def add_to_manager(
+    manager: Manager,
+    config: InferenceServiceConfig,
+    *,
+    lws_served: bool = False,
+    max_concurrent_reconciles: int = 4,
+) -> Controller:
+    """Register the controller; `lws_served` says whether the LeaderWorkerSet CRD is served
+    (check it once at startup with `client.is_served(resources.LEADER_WORKER_SETS)`)."""
+    cache = manager.cache
+    reconciler = InferenceServiceReconciler(
+        reader=cache,
+        writer=manager.client,
+        recorder=EventRecorder(manager.client, EVENT_SOURCE),
+        config=config,
+        lws_served=lws_served,
+    )
+    controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
+    spec_or_meta = predicates.or_(
+        predicates.generation_changed, predicates.labels_changed, predicates.annotations_changed
+    )
+    controller.for_(cache.informer_for(resources.INFERENCE_SERVICES), spec_or_meta)
+    _watch_dependencies(controller, cache)
+    for res in reconciler.children:
+        informer = cache.informer_for(res, label_selector=CHILD_SELECTOR)
+        controller.owns(informer, "ome.io", "InferenceService", predicates.resource_version_changed)
+    pods = cache.informer_for(resources.PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
+    controller.watches(pods, _pod_owner, predicates.resource_version_changed)
+    manager.add_controller(controller)
+    return controller
+
+
+def _watch_dependencies(controller: Controller, cache: SharedCache) -> None:
+    changed = predicates.or_(predicates.generation_changed, predicates.labels_changed)
+    for res, field in (
+        (resources.SERVING_RUNTIMES, "runtime"),
+        (resources.CLUSTER_SERVING_RUNTIMES, "runtime"),
+        (resources.BASE_MODELS, "model"),
+        (resources.CLUSTER_BASE_MODELS, "model"),
+    ):
+        # Models report readiness in status, so their status changes matter too.
+        predicate = predicates.resource_version_changed if field == "model" else changed
+        controller.watches(cache.informer_for(res), _users_of(cache, field, res.namespaced), predicate)
+
+
+def _users_of(cache: SharedCache, field: str, namespaced: bool) -> Callable[[Obj], Iterable[Request]]:
+    """Map a runtime or model to the InferenceServices that name it, or (runtimes) that auto-select."""
+
+    def mapper(obj: Obj) -> Iterable[Request]:
+        meta = obj["metadata"]
+        namespace = meta.get("namespace") if namespaced else None
+        for isvc in cache.list(resources.INFERENCE_SERVICES, namespace):
+            ref = (isvc.get("spec") or {}).get(field) or {}
+            named = ref.get("name")
+            overlay_names = {o.get("name") for o in ref.get("overlays") or []} if field == "model" else set()
+            if named == meta["name"] or meta["name"] in overlay_names or (field == "runtime" and not named):
+                yield Request(isvc["metadata"]["namespace"], isvc["metadata"]["name"])
+
+    return mapper
+
+
+def _pod_owner(pod: Obj) -> Iterable[Request]:
+    meta = pod["metadata"]
+    name = (meta.get("labels") or {}).get(naming.ISVC_LABEL)
+    return [Request(meta.get("namespace") or "", name)] if name else []

@@ -1,0 +1,287 @@
+"""Compute an InferenceService's status from what its workloads report (pure).
+
+Conditions: `<Component>Ready` per declared component, `IngressReady`, `RuntimeReady`, `OverlaysReady`
+(with overlays) and `Ready` = EngineReady and IngressReady (DecoderReady and RouterReady do not feed it).
+A condition keeps its lastTransitionTime while its status stays the same, so an unchanged world computes
+an identical status and the reconciler writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.resolution import modes, naming
+from ome.resolution.components import ComponentPlan
+
+Obj = dict[str, Any]
+
+READY: Final = "Ready"
+INGRESS_READY: Final = "IngressReady"
+RUNTIME_READY: Final = "RuntimeReady"
+OVERLAYS_READY: Final = "OverlaysReady"
+INGRESS_DISABLED: Final = "IngressDisabled"
+INGRESS_DISABLED_MESSAGE: Final = "Ingress creation is disabled, using external service for access"
+VIRTUAL_DEPLOYMENT_MESSAGE: Final = "InferenceService is in VirtualDeployment mode"
+MAIN_CONTAINER: Final = "ome-container"
+
+
+def component_condition(component: str) -> str:
+    return f"{component.capitalize()}Ready"
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "True"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observed:
+    """What the reconciler saw; all optional pieces default to "nothing observed"."""
+
+    plans: Sequence[ComponentPlan] | None
+    """None when the runtime could not be resolved: component conditions are then kept as they were."""
+    workloads: Mapping[str, Obj | None] = field(default_factory=dict)
+    engine_pods: Sequence[Obj] = ()
+    runtime_error: str | None = None
+    runtime_name: str | None = None
+    has_model: bool = False
+    external_port: int | None = None
+    overlays_problem: str | None = None
+    has_overlays: bool = False
+
+
+def virtual_status(isvc: Mapping[str, Any], config: InferenceServiceConfig, now: str) -> Obj:
+    """No workloads: Ready with reason VirtualDeployment and the URL of `{isvc}.{ns}.svc.{domain}`."""
+    url = f"http://{_host(isvc['metadata']['name'], isvc, config)}"
+    ready = Cond(READY, "True", modes.VIRTUAL_DEPLOYMENT, VIRTUAL_DEPLOYMENT_MESSAGE)
+    return {
+        "observedGeneration": isvc["metadata"].get("generation"),
+        "url": url,
+        "address": {"url": url},
+        "conditions": _conditions([ready], _old_conditions(isvc), now),
+    }
+
+
+def compute(isvc: Mapping[str, Any], observed: Observed, config: InferenceServiceConfig, now: str) -> Obj:
+    """The status fields this controller owns (see `OWNED_FIELDS`); others' fields are left alone."""
+    old = dict(isvc.get("status") or {})
+    conds = {c.type: c for c in _kept_component_conditions(old, observed)}
+    components: Obj = {} if observed.plans is not None else _owned_components(old.get("components"))
+    for plan in observed.plans or ():
+        cond = workload_condition(plan, observed.workloads.get(plan.component))
+        conds[cond.type] = cond
+        components[plan.component] = _component_status(isvc, plan, cond, config)
+    conds[INGRESS_READY] = _ingress_condition(config)
+    conds[RUNTIME_READY] = _runtime_condition(observed)
+    if observed.has_overlays:
+        conds[OVERLAYS_READY] = _overlays_condition(observed)
+    conds[READY] = _ready(conds)
+    status: Obj = _urls(isvc, observed, config)
+    status["observedGeneration"] = isvc["metadata"].get("generation")
+    status["components"] = components
+    status["conditions"] = _conditions(list(conds.values()), _old_conditions(isvc), now)
+    if observed.has_model:
+        status["modelStatus"] = model_status(conds[READY].ok, observed.engine_pods)
+    return status
+
+
+OWNED_FIELDS: Final = ("url", "address", "observedGeneration", "components", "conditions", "modelStatus")
+COMPONENT_FIELDS: Final = ("url",)
+"""Within status.components.<c>, the fields this controller owns; other controllers report the rest."""
+
+
+def differs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether writing `new` (owned fields only) would change `old` (the whole cached status)."""
+    for key in OWNED_FIELDS:
+        if key == "components":
+            if _owned_components(old.get(key)) != _owned_components(new.get(key)):
+                return True
+        elif old.get(key) != new.get(key):
+            return True
+    return False
+
+
+def _owned_components(components: Mapping[str, Any] | None) -> dict[str, Obj]:
+    return {
+        name: {k: entry[k] for k in COMPONENT_FIELDS if k in entry}
+        for name, entry in (components or {}).items()
+    }
+
+
+def _kept_component_conditions(old: Mapping[str, Any], observed: Observed) -> list[Cond]:
+    if observed.plans is not None:
+        return []
+    kept = []
+    for raw in old.get("conditions") or []:
+        if raw.get("type") in {component_condition(c) for c in modes.COMPONENTS}:
+            kept.append(Cond(raw["type"], raw["status"], raw.get("reason", ""), raw.get("message", "")))
+    return kept
+
+
+def workload_condition(plan: ComponentPlan, workload: Mapping[str, Any] | None) -> Cond:
+    type_ = component_condition(plan.component)
+    if workload is None:
+        return Cond(type_, "False", "Initializing", f"{plan.component} component initializing")
+    if plan.mode == modes.OMENATIVE:
+        return _replica_condition(type_, workload)
+    available = _find(workload.get("status") or {}, "Available")
+    if available is not None and available.get("status") == "True":
+        return Cond(type_, "True", available.get("reason", ""), available.get("message", ""))
+    return Cond(type_, "False", "Initializing", f"{plan.component} component initializing")
+
+
+def _replica_condition(type_: str, replica: Mapping[str, Any]) -> Cond:
+    """An OMENative component's readiness, counted in Instances as the deployment-modes page tabulates."""
+    spec, status = replica.get("spec") or {}, replica.get("status") or {}
+    desired = spec.get("replicas")
+    total = int(desired if desired is not None else status.get("replicas") or 1)
+    if total == 0:
+        return Cond(type_, "False", "NoReplicas", "Component has no desired Instances")
+    serving = int(status.get("servingReplicas") or 0)
+    ready = int(status.get("readyReplicas") or 0)
+    minimum = max(total - _max_unavailable(spec, total), 0)
+    if ready >= total and serving >= total:
+        return Cond(type_, "True", "Ready", "All Instances are Ready")
+    if serving >= minimum and serving > 0:
+        return Cond(type_, "True", "MinimumAvailable", f"{serving}/{total} Instances serving (min {minimum})")
+    return Cond(
+        type_, "False", "InsufficientAvailable", f"{serving}/{total} Instances serving, need {minimum}"
+    )
+
+
+def _max_unavailable(spec: Mapping[str, Any], total: int) -> int:
+    strategy = ((spec.get("lifecycle") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
+    value = strategy.get("maxUnavailable")
+    if value is None:
+        return 0
+    if isinstance(value, str) and value.endswith("%"):
+        return total * int(value[:-1]) // 100
+    return int(value)
+
+
+def _ingress_condition(config: InferenceServiceConfig) -> Cond:
+    if config.ingress.disable_ingress_creation:
+        return Cond(INGRESS_READY, "True", INGRESS_DISABLED, INGRESS_DISABLED_MESSAGE)
+    return Cond(INGRESS_READY, "False", "IngressNotSupported", "Ingress creation is not supported yet")
+
+
+def _runtime_condition(observed: Observed) -> Cond:
+    if observed.runtime_error is not None:
+        return Cond(RUNTIME_READY, "False", "RuntimeNotFound", observed.runtime_error)
+    return Cond(RUNTIME_READY, "True", "RuntimeResolved", f'runtime "{observed.runtime_name}" resolved')
+
+
+def _overlays_condition(observed: Observed) -> Cond:
+    if observed.overlays_problem:
+        return Cond(OVERLAYS_READY, "False", "OverlayNotReady", observed.overlays_problem)
+    return Cond(OVERLAYS_READY, "True", "OverlaysMounted", "All overlays are mounted")
+
+
+def _ready(conds: Mapping[str, Cond]) -> Cond:
+    for dependent in (component_condition("engine"), INGRESS_READY):
+        cond = conds.get(dependent)
+        if cond is None:
+            return Cond(READY, "False", "Initializing", f"{dependent} is not reported yet")
+        if not cond.ok:
+            return Cond(READY, "False", cond.reason, cond.message)
+    return Cond(READY, "True")
+
+
+def _component_status(
+    isvc: Mapping[str, Any], plan: ComponentPlan, cond: Cond, config: InferenceServiceConfig
+) -> Obj:
+    entry: Obj = {}
+    if cond.ok:  # the URL appears once the workload is available
+        entry["url"] = f"http://{_host(naming.service_name(plan.isvc, plan.component), isvc, config)}"
+    return entry
+
+
+def _urls(isvc: Mapping[str, Any], observed: Observed, config: InferenceServiceConfig) -> Obj:
+    if observed.external_port is None:
+        return {}
+    url = f"http://{_host(isvc['metadata']['name'], isvc, config)}:{observed.external_port}"
+    return {"url": url, "address": {"url": url}}
+
+
+def _host(name: str, isvc: Mapping[str, Any], config: InferenceServiceConfig) -> str:
+    return f"{name}.{isvc['metadata']['namespace']}.svc.{config.cluster_domain}"
+
+
+def model_status(ready: bool, engine_pods: Sequence[Obj]) -> Obj:
+    """InProgress until Ready, then UpToDate; BlockedByFailedLoad when the engine's main container fails."""
+    if ready:
+        return {
+            "transitionStatus": "UpToDate",
+            "modelRevisionStates": {"activeModelState": "Loaded", "targetModelState": "Loaded"},
+            "modelCopies": {"failedCopies": 0, "totalCopies": len(engine_pods)},
+        }
+    for pod in sorted(engine_pods, key=_created, reverse=True):
+        failure = main_container_failure(pod)
+        if failure is not None:
+            return {
+                "transitionStatus": "BlockedByFailedLoad",
+                "modelRevisionStates": {"activeModelState": "", "targetModelState": "FailedToLoad"},
+                "lastFailureInfo": {"reason": "ModelLoadFailed", **failure},
+            }
+    target = "Loading" if engine_pods else "Pending"
+    return {
+        "transitionStatus": "InProgress",
+        "modelRevisionStates": {"activeModelState": "", "targetModelState": target},
+    }
+
+
+def main_container_failure(pod: Mapping[str, Any]) -> Obj | None:
+    """Exit code and message when the main container terminated with an error or crash-loops."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    main = next((s for s in statuses if s.get("name") == MAIN_CONTAINER), statuses[0] if statuses else None)
+    if main is None:
+        return None
+    state, last = main.get("state") or {}, main.get("lastState") or {}
+    terminated = state.get("terminated")
+    if terminated is None and (state.get("waiting") or {}).get("reason") == "CrashLoopBackOff":
+        terminated = last.get("terminated")
+    if terminated is None or terminated.get("exitCode", 0) == 0:
+        return None
+    message = terminated.get("message") or terminated.get("reason") or "container terminated"
+    return {"message": message, "exitCode": terminated["exitCode"]}
+
+
+def _created(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def _find(status: Mapping[str, Any], type_: str) -> Obj | None:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == type_:
+            found: Obj = cond
+            return found
+    return None
+
+
+def _old_conditions(isvc: Mapping[str, Any]) -> dict[str, Obj]:
+    return {c["type"]: c for c in ((isvc.get("status") or {}).get("conditions") or []) if "type" in c}
+
+
+def _conditions(conds: Sequence[Cond], old: Mapping[str, Obj], now: str) -> list[Obj]:
+    """Sorted by type; lastTransitionTime moves only when the status does."""
+    result = []
+    for cond in sorted(conds, key=lambda c: c.type):
+        previous = old.get(cond.type) or {}
+        since = previous.get("lastTransitionTime") if previous.get("status") == cond.status else None
+        entry: Obj = {"type": cond.type, "status": cond.status, "lastTransitionTime": since or now}
+        if cond.reason:
+            entry["reason"] = cond.reason
+        if cond.message:
+            entry["message"] = cond.message
+        result.append(entry)
+    return result

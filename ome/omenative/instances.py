@@ -1,0 +1,354 @@
+"""Instance planning: desired vs actual Instances, one pass of each Instance's phase machine (pure).
+
+An Instance is a status row plus the pods labelled with its index. Each pass reads the previous rows
+and the cached pods and returns the new rows and the writes to make: pods to create, serving gates to
+open or close, pods to delete. Pod names repeat across incarnations, so a pod is only created once
+the pod it replaces is gone; drained means the serving gate is False and Ready followed it.
+
+Phases: Creating -> Ready; Ready -> Restarting (next incarnation) when a pod of a multi-pod Instance
+fails or goes missing under RecreateInstanceOnPodRestart; Ready -> Pending when every pod is gone
+under None; Deleting drains then deletes; Failed when an operation passes its deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ome.omenative import instance_names as names
+from ome.omenative.pods_view import PodView, format_time, parse_time
+from ome.omenative.revisions import RevisionData
+
+Row = dict[str, Any]
+Event = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    base: str
+    component: str
+    desired: int
+    update_revision: str
+    update_hash: str
+    revisions: Mapping[str, RevisionData]
+    """Revision data by hash: every revision an Instance may run."""
+    now: datetime
+    ready_timeout: float | None
+    drain_timeout: float
+    min_ready_seconds: int = 0
+    restart_policy: str | None = None
+    """lifecycle.restartPolicy; None means the shape's default."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodCreate:
+    index: int
+    incarnation: int
+    revision_hash: str
+    names: frozenset[str]
+
+
+@dataclass(slots=True)
+class Plan:
+    rows: list[Row] = field(default_factory=list)
+    creates: list[PodCreate] = field(default_factory=list)
+    open_gates: list[str] = field(default_factory=list)
+    close_gates: list[str] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    wake_after: float | None = None
+
+    def wake(self, seconds: float) -> None:
+        seconds = max(seconds, 0.5)
+        self.wake_after = seconds if self.wake_after is None else min(self.wake_after, seconds)
+
+
+def plan(ctx: Context, rows: Iterable[Row], pods: Iterable[PodView]) -> Plan:
+    by_index: dict[int, list[PodView]] = {}
+    for pod in pods:
+        by_index.setdefault(pod.index, []).append(pod)
+    previous = {int(r["index"]): r for r in rows}
+    keep, drop = choose(ctx.desired, previous, by_index)
+    out = Plan()
+    for index in sorted(keep | drop | set(previous)):
+        row = previous.get(index) or adopt_row(ctx, index, by_index.get(index, []))
+        if index in drop:
+            row = start_delete(ctx, row)
+        new = step(ctx, row, by_index.get(index, []), out)
+        if new is None:
+            out.removed.append(index)
+        else:
+            out.rows.append(new)
+    return out
+
+
+def choose(
+    desired: int, rows: Mapping[int, Row], pods: Mapping[int, list[PodView]]
+) -> tuple[set[int], set[int]]:
+    """Indices to keep and to remove: Ready Instances first, lowest indices first; new ones take the
+    lowest free indices. Deleting Instances hold their index until their pods are gone."""
+    deleting = {i for i, r in rows.items() if r.get("phase") == "Deleting"}
+    live = sorted(
+        (set(rows) | set(pods)) - deleting, key=lambda i: (rows.get(i, {}).get("phase") != "Ready", i)
+    )
+    keep, drop = set(live[:desired]), set(live[desired:])
+    taken = set(rows) | set(pods)
+    index = 0
+    while len(keep) < desired:
+        if index not in taken:
+            keep.add(index)
+        index += 1
+    return keep, drop
+
+
+def adopt_row(ctx: Context, index: int, pods: list[PodView]) -> Row:
+    """A row for a new Instance, or for pods whose row was lost (their labels say who they are)."""
+    if pods:
+        incarnation = max(p.incarnation for p in pods) or 1
+        digest = next((p.revision_hash for p in pods if p.revision_hash in ctx.revisions), ctx.update_hash)
+    else:
+        incarnation, digest = 1, ctx.update_hash
+    revision = names.revision_name(ctx.base, ctx.component, digest)
+    row: Row = {
+        "index": index,
+        "incarnation": incarnation,
+        "phase": "Creating",
+        "runningRevision": revision,
+        "targetRevision": revision,
+    }
+    return with_operation(ctx, row, "Create", "CreatePods", ctx.ready_timeout)
+
+
+def with_operation(ctx: Context, row: Row, kind: str, step_name: str, timeout: float | None) -> Row:
+    now = format_time(ctx.now)
+    op: Row = {
+        "id": f"{row['index']}-{row['incarnation']}-{kind.lower()}",
+        "type": kind,
+        "step": step_name,
+        "startedAt": now,
+        "lastProgressAt": now,
+    }
+    if timeout is not None:
+        op["deadline"] = format_time(ctx.now + timedelta(seconds=timeout))
+    return {**row, "operation": op}
+
+
+def start_delete(ctx: Context, row: Row) -> Row:
+    if row.get("phase") == "Deleting":
+        return row
+    row = {k: v for k, v in row.items() if k != "readySince"}
+    return with_operation(
+        ctx, {**row, "phase": "Deleting"}, "Delete", "Drain", ctx.ready_timeout or ctx.drain_timeout
+    )
+
+
+def step(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | None:
+    phase = row.get("phase")
+    if phase == "Deleting":
+        return step_deleting(ctx, row, pods, out)
+    data = ctx.revisions.get(names.hash_of_revision(row.get("runningRevision") or ""))
+    if data is None:
+        return counted(ctx, row, pods, None)  # its revision is gone; nothing to render from
+    if phase == "Ready":
+        row = check_ready(ctx, row, pods, data, out)
+    if row.get("phase") in ("Creating", "Restarting", "Pending", "Failed"):
+        row = converge(ctx, row, pods, data, out)
+    elif row.get("phase") == "Ready":
+        repair_ready(ctx, row, pods, data, out)
+    return counted(ctx, row, pods, data)
+
+
+def expected_names(ctx: Context, index: int, data: RevisionData) -> set[str]:
+    return {
+        names.pod_name(ctx.base, ctx.component, index, r.name, o) for r in data.runners for o in range(r.size)
+    }
+
+
+def members(row: Row, pods: list[PodView]) -> list[PodView]:
+    return [p for p in pods if p.incarnation == row["incarnation"] and not p.terminating]
+
+
+def converge(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, out: Plan) -> Row:
+    """Create an Instance's pods at its incarnation, open the gates together, and finish when every
+    pod serves (for minReadySeconds); stale pods drain first since names repeat."""
+    expected = expected_names(ctx, row["index"], data)
+    stale = [p for p in pods if p.incarnation != row["incarnation"] or p.name not in expected]
+    drain(stale, out)
+    current = members(row, pods)
+    for pod in current:
+        if pod.ended:  # a pod that ended mid-operation is recycled until the deadline
+            out.deletes.append(pod.name)
+            out.events.append(
+                ("Warning", "TerminalPodRecycled", f"pod {pod.name} ended in phase {pod.phase}")
+            )
+    if stale and row.get("phase") == "Restarting":
+        return row
+    missing = expected - {p.name for p in pods}
+    if missing:
+        if row.get("phase") == "Pending":
+            row = with_operation(ctx, {**row, "phase": "Creating"}, "Create", "CreatePods", ctx.ready_timeout)
+        out.creates.append(PodCreate(row["index"], row["incarnation"], data_hash(row), frozenset(missing)))
+    healthy = [p for p in current if not p.ended and p.name in expected]
+    if len(healthy) == len(expected) and all(p.containers_ready for p in healthy):
+        out.open_gates += [p.name for p in healthy if p.gate != "True"]
+    if len(healthy) == len(expected) and all(p.serving for p in healthy):
+        return finish_if_settled(ctx, row, healthy, out)
+    return check_deadline(ctx, row, out)
+
+
+def data_hash(row: Row) -> str:
+    return names.hash_of_revision(row["runningRevision"])
+
+
+def finish_if_settled(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row:
+    latest = max((parse_time(p.ready_since) or ctx.now) for p in pods)
+    remaining = ctx.min_ready_seconds - (ctx.now - latest).total_seconds()
+    if remaining > 0:
+        out.wake(remaining)
+        return row
+    if row.get("phase") == "Restarting":
+        out.events.append(
+            (
+                "Normal",
+                "RestartCompleted",
+                f"OMENative component={ctx.component} instance={row['index']} is Ready again "
+                f"(incarnation={row['incarnation']})",
+            )
+        )
+    done = {k: v for k, v in row.items() if k != "operation"}
+    return {**done, "phase": "Ready", "readySince": format_time(ctx.now)}
+
+
+def check_deadline(ctx: Context, row: Row, out: Plan) -> Row:
+    deadline = parse_time((row.get("operation") or {}).get("deadline"))
+    if deadline is None or row.get("phase") == "Failed":
+        return row
+    if ctx.now >= deadline:
+        out.events.append(
+            (
+                "Warning",
+                "InstanceFailed",
+                f"OMENative component={ctx.component} instance={row['index']} not ready before its deadline",
+            )
+        )
+        return {**row, "phase": "Failed"}
+    out.wake((deadline - ctx.now).total_seconds())
+    return row
+
+
+def drain(pods: Iterable[PodView], out: Plan) -> None:
+    """Take pods out of rotation, and delete the ones that have left it."""
+    for pod in pods:
+        if pod.terminating:
+            continue
+        if pod.gate != "False" and pod.phase == "Running":
+            out.close_gates.append(pod.name)
+        elif pod.drained:
+            out.deletes.append(pod.name)
+
+
+def restart_policy(ctx: Context, data: RevisionData) -> str:
+    if ctx.restart_policy:
+        return ctx.restart_policy
+    return "RecreateInstanceOnPodRestart" if data.multi_pod else "None"
+
+
+def check_ready(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, out: Plan) -> Row:
+    """A Ready Instance whose pod failed, went missing or restarted after Ready."""
+    expected = expected_names(ctx, row["index"], data)
+    current = {p.name: p for p in members(row, pods) if p.name in expected}
+    if not current and not any(not p.terminating for p in pods):
+        if restart_policy(ctx, data) == "None":
+            return {k: v for k, v in row.items() if k not in ("readySince", "operation")} | {
+                "phase": "Pending"
+            }
+    trouble = trigger(row, expected, current)
+    if trouble is None or restart_policy(ctx, data) != "RecreateInstanceOnPodRestart":
+        return row
+    pod_name, why, failure = trouble
+    incarnation = int(row["incarnation"]) + 1
+    out.events.append(
+        (
+            "Warning",
+            "RestartTriggered",
+            f"OMENative component={ctx.component} instance={row['index']} restart triggered: "
+            f"pod {pod_name} {why} (incarnation={incarnation})",
+        )
+    )
+    restarted = {k: v for k, v in row.items() if k != "readySince"}
+    restarted.update(phase="Restarting", incarnation=incarnation, lastFailure=failure)
+    return with_operation(ctx, restarted, "Restart", "Drain", ctx.ready_timeout)
+
+
+def trigger(row: Row, expected: set[str], current: Mapping[str, PodView]) -> tuple[str, str, Row] | None:
+    since = parse_time(row.get("readySince"))
+    for name in sorted(expected):
+        pod = current.get(name)
+        if pod is None:
+            return name, "is missing", {"podName": name, "reason": "PodMissing"}
+        if pod.ended:
+            return name, f"is in phase {pod.phase}", {"podName": name, "reason": pod.phase}
+        restarted = parse_time(pod.restarted_at) if pod.restarted_at is not None else None
+        if pod.restarted_at is not None and (since is None or restarted is None or restarted >= since):
+            failure: Row = {"podName": name, "containerName": pod.container, "reason": pod.restart_reason}
+            if pod.exit_code is not None:
+                failure["exitCode"] = pod.exit_code
+            return (
+                name,
+                f"container {pod.container} restarted after Ready",
+                {k: v for k, v in failure.items() if v is not None},
+            )
+    return None
+
+
+def repair_ready(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, out: Plan) -> None:
+    """Under None, replace ended or missing pods in place; keep ready pods in rotation."""
+    expected = expected_names(ctx, row["index"], data)
+    current = members(row, pods)
+    for pod in current:
+        if pod.ended:
+            out.deletes.append(pod.name)
+        elif pod.containers_ready and pod.gate != "True":
+            out.open_gates.append(pod.name)
+    missing = expected - {p.name for p in pods}
+    if missing:
+        out.creates.append(PodCreate(row["index"], row["incarnation"], data_hash(row), frozenset(missing)))
+
+
+def step_deleting(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | None:
+    """Drain every pod, delete it once out of rotation; the row goes with the last pod."""
+    if not pods:
+        return None
+    drain(pods, out)
+    deadline = parse_time((row.get("operation") or {}).get("deadline"))
+    if deadline is not None and ctx.now < deadline:
+        out.wake((deadline - ctx.now).total_seconds())
+    return counted(ctx, row, pods, None)
+
+
+def counted(ctx: Context, row: Row, pods: list[PodView], data: RevisionData | None) -> Row:
+    new = {k: v for k, v in row.items() if k not in ("podCount", "servingPodCount", "availablePodCount")}
+    return {**new, **_counts(pods, row, ctx.min_ready_seconds, ctx.now)}
+
+
+def _counts(pods: list[PodView], row: Row, min_ready: int, now: datetime) -> Row:
+    current = members(row, pods)
+    counts = {
+        "podCount": len(current),
+        "servingPodCount": sum(1 for p in current if p.serving),
+        "availablePodCount": sum(1 for p in current if available(p, min_ready, now)),
+    }
+    return {k: v for k, v in counts.items() if v}  # zero is the absent default, as in ColumnarV2
+
+
+def available(pod: PodView, min_ready: int, now: datetime) -> bool:
+    """On the headless Service (it has an IP), not terminating, and Ready for minReadySeconds."""
+    if not pod.has_ip or pod.terminating:
+        return False
+    if min_ready <= 0:
+        return True
+    since = parse_time(pod.ready_since)
+    return since is not None and (now - since).total_seconds() >= min_ready

@@ -1,0 +1,102 @@
+"""What the planner reads from an owned pod: identity labels and readiness facts (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ome.omenative import instance_names as names
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    name: str
+    index: int
+    runner: str
+    incarnation: int
+    revision_hash: str
+    phase: str
+    terminating: bool
+    containers_ready: bool
+    gate: str | None
+    """Status of the ome.io/serving condition: "True", "False" or None when never set."""
+    ready: bool
+    ready_since: str | None
+    has_ip: bool
+    restarted_at: str | None
+    """When the main container last terminated (restartCount > 0), else None."""
+    restart_reason: str | None = None
+    exit_code: int | None = None
+    container: str | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.phase in ("Failed", "Succeeded")
+
+    @property
+    def serving(self) -> bool:
+        return self.gate == "True" and self.ready and not self.terminating
+
+    @property
+    def drained(self) -> bool:
+        """Out of rotation: its gate is False and Ready followed, or it never ran."""
+        if self.phase != "Running":
+            return True
+        return self.gate == "False" and not self.ready
+
+
+def _conditions(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {c.get("type", ""): c for c in (pod.get("status") or {}).get("conditions") or []}
+
+
+def view(pod: Mapping[str, Any]) -> PodView | None:
+    """None for a pod without OMENative identity labels (not ours to plan)."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    try:
+        index = int(labels[names.INSTANCE_INDEX_LABEL])
+        incarnation = int(labels.get(names.INCARNATION_LABEL) or 0)
+    except (KeyError, ValueError):
+        return None
+    status = pod.get("status") or {}
+    conds = _conditions(pod)
+    ready = conds.get("Ready") or {}
+    main = _main_status(status)
+    last = ((main or {}).get("lastState") or {}).get("terminated") or {}
+    restarted = bool(main and int(main.get("restartCount") or 0) > 0)
+    return PodView(
+        name=meta["name"],
+        index=index,
+        runner=labels.get(names.RUNNER_LABEL, "default"),
+        incarnation=incarnation,
+        revision_hash=labels.get(names.REVISION_HASH_LABEL, ""),
+        phase=status.get("phase") or "Pending",
+        terminating=bool(meta.get("deletionTimestamp")),
+        containers_ready=(conds.get("ContainersReady") or {}).get("status") == "True",
+        gate=(conds.get(names.SERVING_GATE) or {}).get("status"),
+        ready=ready.get("status") == "True",
+        ready_since=ready.get("lastTransitionTime") if ready.get("status") == "True" else None,
+        has_ip=bool(status.get("podIP")),
+        restarted_at=(last.get("finishedAt") or "") if restarted else None,
+        restart_reason=last.get("reason"),
+        exit_code=last.get("exitCode"),
+        container=(main or {}).get("name"),
+    )
+
+
+def _main_status(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    statuses = status.get("containerStatuses") or []
+    main = next((s for s in statuses if s.get("name") == "ome-container"), None)
+    return main or (statuses[0] if statuses else None)
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def format_time(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")

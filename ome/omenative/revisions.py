@@ -1,0 +1,120 @@
+"""ControllerRevisions: one per version of the runners' pod templates and the pairing protocol (pure).
+
+The revision stores everything needed to render an Instance's pods, so an Instance keeps rendering
+from its own revision (scaling, restarts, repairs) while the spec already names a newer one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ome.omenative import instance_names as names
+
+Obj = dict[str, Any]
+
+HASH_LENGTH: Final = 8
+_RUNNER_ORDER: Final = {"leader": 0, "default": 0, "worker": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerSpec:
+    name: str
+    size: int
+    template: Obj
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionData:
+    """What a revision pins: the runners (leader before worker) and the pairing protocol."""
+
+    runners: tuple[RunnerSpec, ...]
+    pairing_protocol: str | None = None
+
+    @property
+    def pod_count(self) -> int:
+        return sum(r.size for r in self.runners)
+
+    @property
+    def multi_pod(self) -> bool:
+        return any(r.name == "leader" for r in self.runners) or self.pod_count > 1
+
+    def to_json(self) -> Obj:
+        data: Obj = {
+            "runners": [{"name": r.name, "size": r.size, "template": r.template} for r in self.runners]
+        }
+        if self.pairing_protocol:
+            data["pairingProtocol"] = self.pairing_protocol
+        return data
+
+
+def from_spec(spec: Mapping[str, Any]) -> RevisionData | None:
+    """The revision the spec asks for; None when the spec has no runners to render."""
+    runners = spec.get("runners") or []
+    if not runners:
+        return None
+    return from_json({"runners": runners, "pairingProtocol": spec.get("pairingProtocol")})
+
+
+def from_json(data: Mapping[str, Any]) -> RevisionData:
+    parsed = [
+        RunnerSpec(str(r["name"]), int(r.get("size") or 1), dict(r.get("template") or {}))
+        for r in data.get("runners") or []
+    ]
+    parsed.sort(key=lambda r: _RUNNER_ORDER.get(r.name, 2))
+    return RevisionData(tuple(parsed), data.get("pairingProtocol") or None)
+
+
+def revision_hash(data: RevisionData) -> str:
+    """Hash over every runner's template and the pairing protocol: a worker-only change still rolls
+    the whole Instance, since a leader and its workers must run the same version."""
+    canonical = json.dumps(data.to_json(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:HASH_LENGTH]
+
+
+def controller_revision(replica: Mapping[str, Any], data: RevisionData, number: int) -> Obj:
+    meta = replica["metadata"]
+    spec = replica.get("spec") or {}
+    base, component = names.base_name(replica), spec["component"]
+    digest = revision_hash(data)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "name": names.revision_name(base, component, digest),
+            "namespace": meta["namespace"],
+            "labels": {**names.selector_labels(base, component), names.REVISION_HASH_LABEL: digest},
+            "ownerReferences": [owner_reference(replica)],
+        },
+        "data": data.to_json(),
+        "revision": number,
+    }
+
+
+def owner_reference(replica: Mapping[str, Any]) -> Obj:
+    meta = replica["metadata"]
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceReplica",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def next_number(existing: Iterable[Mapping[str, Any]]) -> int:
+    return max((int(r.get("revision") or 0) for r in existing), default=0) + 1
+
+
+def prunable(existing: Iterable[Mapping[str, Any]], live: set[str], limit: int) -> list[str]:
+    """Names of non-live revisions beyond the newest `limit`; live revisions are never pruned."""
+    old = sorted(
+        (r for r in existing if r["metadata"]["name"] not in live),
+        key=lambda r: int(r.get("revision") or 0),
+        reverse=True,
+    )
+    return [r["metadata"]["name"] for r in old[limit:]]

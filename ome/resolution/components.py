@@ -1,0 +1,272 @@
+"""Build each declared component of an InferenceService: merged spec, mode, pod specs, labels.
+
+Input is the InferenceService, its resolved runtime and model (both optional) and the controller config;
+output is one `ComponentPlan` per declared component, in reconcile order. Only declared components exist:
+a runtime's routerConfig adds no router. Renderers (rawdeployment.py, omenative.py, multinode.py) turn a
+plan into objects.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.models import labels as model_labels
+from ome.resolution import modes, naming
+from ome.resolution.merge import MAIN_CONTAINER, apply_runner, merge_component, strategic_merge, upsert_env
+
+Obj = dict[str, Any]
+
+RUNTIME_CONFIG_KEYS: Final = {"engine": "engineConfig", "decoder": "decoderConfig", "router": "routerConfig"}
+# Component fields that are not pod fields: they configure the workload, not the pod template.
+COMPONENT_ONLY_FIELDS: Final = frozenset(
+    {
+        "minReplicas", "maxReplicas", "timeoutSeconds", "labels", "annotations", "servicePortAppProtocols",
+        "minAvailable", "maxUnavailable", "deploymentStrategy", "lifecycle", "autoscaler",
+        "autoscalerPolicyRef", "runner", "leader", "worker", "config", "topologyKey", "topologySpread",
+        "topologySpreadKey", "acceleratorOverride", "size", "kedaConfig", "scaleTarget", "scaleMetric",
+    }
+)  # fmt: skip
+# ISVC annotations that must not reach workloads (they belong to the InferenceService object itself).
+DISALLOWED_ANNOTATIONS: Final = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "autoscaling.knative.dev/min-scale",
+        "autoscaling.knative.dev/max-scale",
+        "internal.ome.io/storage-initializer-sourceuri",
+    }
+)
+MODEL_PATH_ENV: Final = "MODEL_PATH"
+OVERLAY_ROOT: Final = "/opt/ml/model-overlays"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSource:
+    """A model whose weights sit on the node: the primary model or an overlay."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    path: str | None
+    """spec.storage.path; None when the model has no node path (nothing to mount)."""
+
+    @classmethod
+    def from_object(cls, kind: str, obj: Mapping[str, Any]) -> ModelSource:
+        meta = obj.get("metadata") or {}
+        storage = (obj.get("spec") or {}).get("storage") or {}
+        namespace = meta.get("namespace") if kind == "BaseModel" else None
+        return cls(kind, meta.get("name", ""), namespace, storage.get("path"))
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentPlan:
+    """Everything a renderer needs for one component."""
+
+    isvc: str
+    namespace: str
+    component: str
+    decision: modes.ModeDecision
+    merged: Obj
+    """The runtime's config for the component merged with the InferenceService's."""
+    pod_spec: Obj
+    """The pod spec of a single-pod replica (or of the leader when there is no `leader` block)."""
+    leader_pod_spec: Obj | None
+    worker_pod_spec: Obj | None
+    worker_size: int
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    runtime_name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return self.decision.mode
+
+    @property
+    def name(self) -> str:
+        return naming.component_name(self.isvc, self.component)
+
+    @property
+    def multi_pod(self) -> bool:
+        return self.leader_pod_spec is not None
+
+
+def declared_components(isvc: Mapping[str, Any]) -> list[str]:
+    spec = isvc.get("spec") or {}
+    return [c for c in modes.COMPONENTS if spec.get(c) is not None]
+
+
+def build_plans(
+    isvc: Mapping[str, Any],
+    runtime: Mapping[str, Any] | None,
+    model: ModelSource | None,
+    config: InferenceServiceConfig,
+    *,
+    overlays: Sequence[ModelSource] = (),
+    runtime_name: str | None = None,
+) -> list[ComponentPlan]:
+    """One plan per declared component, engine then decoder then router."""
+    spec = isvc.get("spec") or {}
+    runtime_spec = (runtime or {}).get("spec") or {}
+    return [
+        build_plan(
+            isvc,
+            component,
+            merge_component(runtime_spec.get(RUNTIME_CONFIG_KEYS[component]), spec[component]),
+            model,
+            config,
+            overlays=overlays,
+            runtime_name=runtime_name,
+        )
+        for component in declared_components(isvc)
+    ]
+
+
+def build_plan(
+    isvc: Mapping[str, Any],
+    component: str,
+    merged: Obj,
+    model: ModelSource | None,
+    config: InferenceServiceConfig,
+    *,
+    overlays: Sequence[ModelSource] = (),
+    runtime_name: str | None = None,
+) -> ComponentPlan:
+    meta = isvc.get("metadata") or {}
+    decision = modes.resolve(component, merged, (isvc.get("spec") or {}).get("deploymentMode"))
+    grace = config.deploy.termination_grace_period_seconds
+    serves_model = component != "router"
+    base = _pod_spec(merged, merged.get("runner"), grace)
+    if component == "router":
+        _add_router_config(base, merged)
+    leader, worker, size = _leader_worker(merged, grace)
+    pod_specs = [s for s in (base, leader, worker) if s is not None]
+    if serves_model:
+        for pod_spec in pod_specs:
+            inject_models(pod_spec, model, overlays)
+    labels = workload_labels(isvc, component, merged, runtime_name)
+    return ComponentPlan(
+        isvc=meta["name"],
+        namespace=meta.get("namespace", ""),
+        component=component,
+        decision=decision,
+        merged=merged,
+        pod_spec=base,
+        leader_pod_spec=leader,
+        worker_pod_spec=worker,
+        worker_size=size,
+        labels=labels,
+        annotations=workload_annotations(isvc, merged),
+        runtime_name=runtime_name,
+    )
+
+
+def pod_fields(spec: Mapping[str, Any]) -> Obj:
+    """The pod-spec part of a component (or of its leader/worker block)."""
+    return {k: copy.deepcopy(v) for k, v in spec.items() if k not in COMPONENT_ONLY_FIELDS and v is not None}
+
+
+def _pod_spec(spec: Mapping[str, Any], runner: Mapping[str, Any] | None, grace: int | None) -> Obj:
+    pod = apply_runner(pod_fields(spec), runner)
+    if grace is not None and pod.get("terminationGracePeriodSeconds") is None:
+        pod["terminationGracePeriodSeconds"] = grace
+    return pod
+
+
+def _leader_worker(merged: Obj, grace: int | None) -> tuple[Obj | None, Obj | None, int]:
+    """Leader and worker pod specs: each block's pod fields over the component's, with its own runner."""
+    leader_block, worker_block = merged.get("leader"), merged.get("worker")
+    if leader_block is None and worker_block is None:
+        return None, None, 0
+    base = pod_fields(merged)
+    leader_block = leader_block or {}
+    leader_runner = leader_block.get("runner") or merged.get("runner")
+    leader = _pod_spec(strategic_merge(base, pod_fields(leader_block)), leader_runner, grace)
+    worker_block = worker_block or {}
+    worker_runner = worker_block.get("runner") or merged.get("runner")
+    worker = _pod_spec(strategic_merge(base, pod_fields(worker_block)), worker_runner, grace)
+    return leader, worker, int(worker_block.get("size") or 1)
+
+
+def _add_router_config(pod_spec: Obj, merged: Mapping[str, Any]) -> None:
+    """A router's `config` map becomes env vars of its main container (existing env wins)."""
+    settings = merged.get("config") or {}
+    if not settings:
+        return
+    container = main_container(pod_spec, merged.get("runner"))
+    for key in sorted(settings):
+        upsert_env(container, key, str(settings[key]), overwrite=False)
+
+
+def main_container(pod_spec: Obj, runner: Mapping[str, Any] | None = None) -> Obj:
+    """The runner's container, else `ome-container`, else the first one (created if there is none)."""
+    containers: list[Obj] = pod_spec.setdefault("containers", [])
+    wanted = (runner or {}).get("name") or MAIN_CONTAINER
+    for container in containers:
+        if container.get("name") == wanted:
+            return container
+    if containers:
+        return containers[0]
+    containers.append({"name": MAIN_CONTAINER})
+    return containers[0]
+
+
+def inject_models(pod_spec: Obj, model: ModelSource | None, overlays: Sequence[ModelSource]) -> None:
+    """MODEL_PATH, the read-only model volume and the model-ready node selector; then the overlays.
+
+    Runtime-only InferenceServices (no model) get none of it.
+    """
+    if model is None:
+        return
+    container = main_container(pod_spec)
+    selector: dict[str, str] = pod_spec.setdefault("nodeSelector", {})
+    if model.path:
+        upsert_env(container, MODEL_PATH_ENV, model.path, overwrite=False)
+        _mount(pod_spec, container, model_volume_name(model), model.path, model.path)
+    selector.update(model_labels.ready_selector(model.kind, model.name, model.namespace))
+    for overlay in overlays:
+        mount_path = f"{OVERLAY_ROOT}/{overlay.name}"
+        if overlay.path:
+            _mount(pod_spec, container, f"overlay-{overlay.name}", overlay.path, mount_path)
+        upsert_env(container, overlay_env(overlay.name), mount_path, overwrite=True)
+        selector.update(model_labels.ready_selector(overlay.kind, overlay.name, overlay.namespace))
+
+
+def model_volume_name(model: ModelSource) -> str:
+    return naming.truncate(model.name)
+
+
+def overlay_env(name: str) -> str:
+    """OVERLAY_<NAME>_MODEL_PATH, the name upper-cased with hyphens turned into underscores."""
+    return f"OVERLAY_{name.upper().replace('-', '_').replace('.', '_')}_MODEL_PATH"
+
+
+def _mount(pod_spec: Obj, container: Obj, volume: str, host_path: str, mount_path: str) -> None:
+    volumes: list[Obj] = pod_spec.setdefault("volumes", [])
+    if not any(v.get("name") == volume for v in volumes):
+        volumes.append({"name": volume, "hostPath": {"path": host_path}})
+    mounts: list[Obj] = container.setdefault("volumeMounts", [])
+    if not any(m.get("mountPath") == mount_path for m in mounts):
+        mounts.append({"name": volume, "mountPath": mount_path, "readOnly": True})
+
+
+def workload_labels(
+    isvc: Mapping[str, Any], component: str, merged: Mapping[str, Any], runtime_name: str | None
+) -> dict[str, str]:
+    """ISVC labels, then the component's, then OME's own (which win)."""
+    meta = isvc.get("metadata") or {}
+    result = {**(meta.get("labels") or {}), **(merged.get("labels") or {})}
+    result.update(naming.selector_labels(meta["name"], component))
+    if runtime_name:
+        result[naming.RUNTIME_LABEL] = runtime_name
+    return result
+
+
+def workload_annotations(isvc: Mapping[str, Any], merged: Mapping[str, Any]) -> dict[str, str]:
+    meta = isvc.get("metadata") or {}
+    own = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in DISALLOWED_ANNOTATIONS}
+    own.pop(modes.ANNOTATION, None)  # the ISVC-level annotation sets no component's mode
+    return {**own, **(merged.get("annotations") or {})}

@@ -1,0 +1,129 @@
+"""Pieces every rendered object shares: owner references, metadata, Services and PDBs (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ome.config.inferenceservice_config import PDBPolicy
+from ome.resolution import naming
+from ome.resolution.components import ComponentPlan, main_container
+
+Obj = dict[str, Any]
+
+DEFAULT_PORT: Final = 8080
+SERVICE_TYPE_ANNOTATION: Final = "ome.io/service-type"
+_SERVICE_TYPES: Final = frozenset({"ClusterIP", "NodePort", "LoadBalancer"})
+# Annotations meant for pods only: a Service carrying them would confuse scrapers and injectors.
+_POD_ONLY_PREFIXES: Final = ("k8s.grafana.com/", "loki.grafana.com/", "prometheus.io/", "rdma.ome.io/")
+
+
+def owner_reference(isvc: Mapping[str, Any]) -> Obj:
+    meta = isvc["metadata"]
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceService",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def metadata(
+    isvc: Mapping[str, Any],
+    name: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str] | None = None,
+) -> Obj:
+    meta: Obj = {
+        "name": name,
+        "namespace": isvc["metadata"]["namespace"],
+        "labels": dict(labels),
+        "ownerReferences": [owner_reference(isvc)],
+    }
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return meta
+
+
+def service_ports(pod_spec: Obj) -> list[Obj]:
+    """The main container's ports, or one 8080 port named after the container."""
+    container = main_container(pod_spec)
+    ports = [p for p in container.get("ports") or [] if p.get("containerPort")]
+    if not ports:
+        name = naming.truncate(container.get("name") or "http", 15)
+        return [{"name": name, "port": DEFAULT_PORT, "targetPort": DEFAULT_PORT, "protocol": "TCP"}]
+    return [
+        {
+            "name": p.get("name") or f"port-{i}",
+            "port": p["containerPort"],
+            "targetPort": p["containerPort"],
+            "protocol": p.get("protocol") or "TCP",
+        }
+        for i, p in enumerate(ports)
+    ]
+
+
+def service_type(annotations: Mapping[str, str]) -> str:
+    value = annotations.get(SERVICE_TYPE_ANNOTATION, "ClusterIP")
+    return value if value in _SERVICE_TYPES else "ClusterIP"
+
+
+def component_service(isvc: Mapping[str, Any], plan: ComponentPlan, selector: Mapping[str, str]) -> Obj:
+    """The Service `{isvc}-{component}` every mode puts in front of a component."""
+    pod_spec = plan.leader_pod_spec if plan.leader_pod_spec is not None else plan.pod_spec
+    annotations = {k: v for k, v in plan.annotations.items() if not k.startswith(_POD_ONLY_PREFIXES)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(isvc, naming.service_name(plan.isvc, plan.component), plan.labels, annotations),
+        "spec": {
+            "type": service_type(plan.annotations),
+            "selector": dict(selector),
+            "ports": service_ports(pod_spec),
+        },
+    }
+
+
+def pdb(isvc: Mapping[str, Any], plan: ComponentPlan, selector: Mapping[str, str], default: PDBPolicy) -> Obj:
+    """The PodDisruptionBudget `{isvc}-{component}`: the component's budget, else the chart's default."""
+    merged = plan.merged
+    if merged.get("minAvailable") is not None:
+        budget: Obj = {"minAvailable": merged["minAvailable"]}
+    elif merged.get("maxUnavailable") is not None:
+        budget = {"maxUnavailable": merged["maxUnavailable"]}
+    else:
+        budget = dict(default.as_spec())
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": metadata(isvc, plan.name, plan.labels),
+        "spec": {**budget, "selector": {"matchLabels": dict(selector)}},
+    }
+
+
+def external_service(isvc: Mapping[str, Any], target: ComponentPlan) -> Obj:
+    """The Service `{isvc}` in front of the router, else the engine (used while ingress creation is off).
+
+    It selects by InferenceService and component labels only, so it reaches the component's pods in any
+    mode: after a mode change it serves the old and the new pods alike, as documented.
+    """
+    name = isvc["metadata"]["name"]
+    port = component_service(isvc, target, {})["spec"]["ports"][0]["port"]
+    labels = {naming.ISVC_LABEL: name, naming.COMPONENT_LABEL: naming.EXTERNAL_SERVICE_COMPONENT}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(isvc, name, labels),
+        "spec": {
+            "type": service_type(isvc["metadata"].get("annotations") or {}),
+            "selector": naming.selector_labels(name, target.component),
+            "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}],
+        },
+    }
+
+
+def is_cluster_local(isvc: Mapping[str, Any]) -> bool:
+    labels = isvc["metadata"].get("labels") or {}
+    return bool(labels.get(naming.CLUSTER_LOCAL_LABEL) == naming.CLUSTER_LOCAL)

@@ -1,0 +1,104 @@
+"""Render an OMENative component: the InferenceReplica `{isvc}-{component}`, its Service, PDB and HPA.
+
+This controller writes only the InferenceReplica's spec; the InferenceReplica controller creates the
+pods, headless and revision Services, ControllerRevisions and PodGroups, and reports status back.
+
+The Service and PDB select the component's OMENative pods (`ome.io/managed-by=OMENative`), so a
+component moved to OMENative switches its Service to the new pods at once. `spec.replicas` is left to
+the HPA (which scales the InferenceReplica through its scale subresource), as for a Deployment, unless the
+autoscaler is turned off, where `minReplicas` is pinned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.resolution import naming, objects, rawdeployment
+from ome.resolution.components import ComponentPlan
+
+Obj = dict[str, Any]
+
+MANAGED_BY: Final = "OMENative"
+SURGE_STRATEGIES: Final = frozenset({"SurgeThenDrain"})
+_PASSED_THROUGH: Final = ("topologyKey", "topologySpread", "topologySpreadKey", "autoscaler")
+
+
+def pod_selector(plan: ComponentPlan) -> dict[str, str]:
+    return {**naming.selector_labels(plan.isvc, plan.component), naming.MANAGED_BY_LABEL: MANAGED_BY}
+
+
+def render(isvc: Mapping[str, Any], plan: ComponentPlan, config: InferenceServiceConfig) -> list[Obj]:
+    selector = pod_selector(plan)
+    rendered = [inference_replica(isvc, plan, config), objects.component_service(isvc, plan, selector)]
+    if rawdeployment.uses_hpa(plan.merged):
+        rendered.append(hpa(isvc, plan))
+    rendered.append(objects.pdb(isvc, plan, selector, config.pod_disruption_budget.ome_native))
+    return rendered
+
+
+def inference_replica(isvc: Mapping[str, Any], plan: ComponentPlan, config: InferenceServiceConfig) -> Obj:
+    spec: Obj = {
+        "parentRef": {"name": plan.isvc},
+        "component": plan.component,
+        "runners": runners(plan),
+    }
+    if lifecycle := project_lifecycle(plan, config):
+        spec["lifecycle"] = lifecycle
+    for key in _PASSED_THROUGH:
+        if plan.merged.get(key) is not None:
+            spec[key] = plan.merged[key]
+    if not rawdeployment.uses_hpa(plan.merged):
+        spec["replicas"] = rawdeployment.replica_bounds(plan)[0]
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceReplica",
+        "metadata": objects.metadata(isvc, plan.name, plan.labels, plan.annotations),
+        "spec": spec,
+    }
+
+
+def runners(plan: ComponentPlan) -> list[Obj]:
+    """`default` for a single-pod Instance; `leader` (1 pod) and `worker` (`worker.size` pods) otherwise."""
+    if plan.leader_pod_spec is None or plan.worker_pod_spec is None:
+        return [_runner("default", 1, plan, plan.pod_spec)]
+    return [
+        _runner("leader", 1, plan, plan.leader_pod_spec),
+        _runner("worker", max(plan.worker_size, 1), plan, plan.worker_pod_spec),
+    ]
+
+
+def _runner(name: str, size: int, plan: ComponentPlan, pod_spec: Obj) -> Obj:
+    meta: Obj = {"labels": dict(plan.labels)}
+    if plan.annotations:
+        meta["annotations"] = dict(plan.annotations)
+    return {"name": name, "size": size, "template": {"metadata": meta, "spec": pod_spec}}
+
+
+def project_lifecycle(plan: ComponentPlan, config: InferenceServiceConfig) -> Obj:
+    """The component's lifecycle, with the operator's update-strategy and minReadySeconds defaults
+    filled where the InferenceService and runtime leave them unset."""
+    lifecycle: Obj = dict(plan.merged.get("lifecycle") or {})
+    default = config.deploy.update_strategy.for_component(plan.component)
+    if "updateStrategy" not in lifecycle and default is not None:
+        # Fill only the budget the strategy reads: surge strategies never consult maxUnavailable.
+        budget = ("maxSurge", default.max_surge) if default.type in SURGE_STRATEGIES else (
+            "maxUnavailable", default.max_unavailable)  # fmt: skip
+        strategy: Obj = {"type": default.type}
+        if budget[1] is not None:
+            strategy["rollingUpdate"] = {budget[0]: budget[1]}
+        lifecycle["updateStrategy"] = strategy
+    if "minReadySeconds" not in lifecycle and config.deploy.min_ready_seconds is not None:
+        lifecycle["minReadySeconds"] = config.deploy.min_ready_seconds
+    return lifecycle
+
+
+def hpa(isvc: Mapping[str, Any], plan: ComponentPlan) -> Obj:
+    rendered = rawdeployment.hpa(isvc, plan)
+    rendered["spec"]["scaleTargetRef"] = {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceReplica",
+        "name": plan.name,
+    }
+    return rendered

@@ -1,0 +1,163 @@
+"""InferenceService controller on the real control plane with kwok GPU nodes (RawDeployment path)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ome.framework import errors, resources
+from ome.framework.client import Client
+from ome.framework.reconcile import Request
+from tests.e2e.isvc_support import NODE, catalog, condition, eventually, running_manager
+
+Obj = dict[str, Any]
+ISVC_LABEL = "ome.io/inferenceservice"
+
+
+def isvc_body(name: str, spec: Obj, **meta: Any) -> Obj:
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": name, **meta},
+        "spec": spec,
+    }
+
+
+async def _children(client: Client, namespace: str, name: str) -> set[tuple[str, str]]:
+    found = set()
+    for res in (
+        resources.DEPLOYMENTS,
+        resources.SERVICES,
+        resources.HPAS,
+        resources.PDBS,
+        resources.INFERENCE_REPLICAS,
+    ):
+        items, _ = await client.list(res, namespace, label_selector={ISVC_LABEL: name})
+        found |= {(res.kind, item["metadata"]["name"]) for item in items}
+    return found
+
+
+async def _ready(client: Client, namespace: str, name: str) -> Obj | None:
+    obj = await client.get(resources.INFERENCE_SERVICES, name, namespace)
+    cond = condition(obj, "Ready")
+    return obj if cond is not None and cond["status"] == "True" else None
+
+
+async def test_minimal_isvc_creates_documented_objects_and_becomes_ready(
+    client: Client, namespace: str, ome_crds: list[str]
+) -> None:
+    async with catalog(client, namespace) as cat, running_manager(client) as (ctrl, writer):
+        name = "llama-3-2-1b-instruct"
+        await client.create(
+            resources.INFERENCE_SERVICES,
+            isvc_body(name, {"model": {"name": cat.model}, "engine": {}}),
+            namespace,
+        )
+        ready = await eventually(lambda: _ready(client, namespace, name), timeout=90)
+
+        assert await _children(client, namespace, name) == {
+            ("Deployment", f"{name}-engine"),
+            ("Service", f"{name}-engine"),
+            ("HorizontalPodAutoscaler", f"{name}-engine"),
+            ("PodDisruptionBudget", f"{name}-engine"),
+            ("Service", name),
+        }
+        assert ready["status"]["url"] == f"http://{name}.{namespace}.svc.cluster.local:8080"
+        ingress = condition(ready, "IngressReady")
+        assert ingress is not None and ingress["reason"] == "IngressDisabled"
+        assert ready["status"]["modelStatus"]["transitionStatus"] == "UpToDate"
+
+        deployment = await client.get(resources.DEPLOYMENTS, f"{name}-engine", namespace)
+        assert deployment["metadata"]["labels"]["serving-runtime"] == cat.runtime
+        assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 600
+        pods, _ = await client.list(resources.PODS, namespace, label_selector={"app": f"{name}-engine"})
+        assert pods and all(p["spec"].get("nodeName") == NODE for p in pods)  # only the model-Ready node
+
+        writes_before = len(writer.writes)
+        ctrl.queue.add(Request(namespace, name))  # a no-op reconcile: nothing changed
+        await asyncio.sleep(2)
+        assert writer.writes[writes_before:] == []
+
+
+async def test_engine_and_router_keep_the_router_on_a_deployment(
+    client: Client, namespace: str, ome_crds: list[str]
+) -> None:
+    async with catalog(client, namespace, router=True) as cat, running_manager(client):
+        spec = {
+            "model": {"name": cat.model},
+            "runtime": {"name": cat.runtime},
+            "engine": {
+                "annotations": {"ome.io/deploymentMode": "OMENative"},
+                "minReplicas": 1,
+                "maxReplicas": 1,
+            },
+            "router": {"minReplicas": 1, "maxReplicas": 1},
+        }
+        await client.create(resources.INFERENCE_SERVICES, isvc_body("chat", spec), namespace)
+
+        async def both() -> bool:
+            children = await _children(client, namespace, "chat")
+            return {("InferenceReplica", "chat-engine"), ("Deployment", "chat-router")} <= children
+
+        await eventually(both)
+        children = await _children(client, namespace, "chat")
+        assert ("Deployment", "chat-engine") not in children
+        external = await client.get(resources.SERVICES, "chat", namespace)
+        assert external["spec"]["selector"] == {ISVC_LABEL: "chat", "component": "router"}
+        irep = await client.get(resources.INFERENCE_REPLICAS, "chat-engine", namespace)
+        assert irep["spec"]["parentRef"] == {"name": "chat"}
+        assert (
+            irep["spec"]["runners"][0]["template"]["spec"]["containers"][0]["image"]
+            == "vllm/vllm-openai:v0.9.0"
+        )
+
+
+async def test_deleted_runtime_sets_runtime_ready_false_and_keeps_the_deployment(
+    client: Client, namespace: str, ome_crds: list[str]
+) -> None:
+    async with catalog(client, namespace) as cat, running_manager(client):
+        spec = {"model": {"name": cat.model}, "runtime": {"name": cat.runtime}, "engine": {}}
+        await client.create(resources.INFERENCE_SERVICES, isvc_body("svc", spec), namespace)
+        await eventually(lambda: _ready(client, namespace, "svc"), timeout=90)
+        await client.delete(resources.CLUSTER_SERVING_RUNTIMES, cat.runtime)
+
+        async def runtime_not_ready() -> Obj | None:
+            obj = await client.get(resources.INFERENCE_SERVICES, "svc", namespace)
+            cond = condition(obj, "RuntimeReady")
+            return obj if cond is not None and cond["status"] == "False" else None
+
+        obj = await eventually(runtime_not_ready)
+        assert condition(obj, "RuntimeReady")["reason"] == "RuntimeNotFound"  # type: ignore[index]
+        await client.get(resources.DEPLOYMENTS, "svc-engine", namespace)  # still there
+        events, _ = await client.list(resources.EVENTS, namespace)
+        assert any(e["reason"] == "RuntimeNotFound" and e["type"] == "Warning" for e in events)
+
+
+async def test_ttl_deletes_the_service_and_not_a_recreated_one(
+    client: Client, namespace: str, ome_crds: list[str]
+) -> None:
+    async with catalog(client, namespace) as cat, running_manager(client):
+        spec = {"model": {"name": cat.model}, "engine": {}, "ttlSecondsAfterCreation": 2}
+        first = await client.create(resources.INFERENCE_SERVICES, isvc_body("short", spec), namespace)
+
+        async def gone() -> bool:
+            try:
+                obj = await client.get(resources.INFERENCE_SERVICES, "short", namespace)
+            except errors.NotFound:
+                return True
+            return bool(obj["metadata"]["uid"] != first["metadata"]["uid"])
+
+        await eventually(gone, timeout=30)
+        events, _ = await client.list(resources.EVENTS, namespace)
+        assert any(
+            e["reason"] == "TTLExpired"
+            and e["type"] == "Normal"
+            and e["message"] == "Deleted because ttlSecondsAfterCreation=2 has passed"
+            for e in events
+        )
+
+        spec["ttlSecondsAfterCreation"] = 3600
+        second = await client.create(resources.INFERENCE_SERVICES, isvc_body("short", spec), namespace)
+        await asyncio.sleep(3)
+        still = await client.get(resources.INFERENCE_SERVICES, "short", namespace)
+        assert still["metadata"]["uid"] == second["metadata"]["uid"]

@@ -1,0 +1,3 @@
+"""Install stubs of ome.resolution.models/runtimes (when they are missing) before any test imports them."""
+
+from tests.unit.controllers.inferenceservice import fakes  # noqa: F401

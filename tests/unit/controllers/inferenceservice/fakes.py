@@ -1,0 +1,150 @@
+"""In-memory stand-ins for the cache and the API writer, and stubs of the model/runtime resolvers.
+
+`FakeWorld` is both: applies land in its store (as the apiserver would keep them), reads come from it,
+and every write is counted, so a test can assert that a second, no-op reconcile writes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ome.framework import errors
+from ome.framework.resources import Resource
+
+Obj = dict[str, Any]
+
+
+def _install_resolver_stubs() -> None:
+    """The webhook helper owns ome.resolution.models/runtimes; until they land, stub the agreed API."""
+    try:
+        import ome.resolution.models  # noqa: F401
+        import ome.resolution.runtimes  # noqa: F401
+    except ModuleNotFoundError:
+        pass
+    else:
+        return
+
+    @dataclass
+    class ResolvedModel:
+        kind: str
+        name: str
+        namespace: str | None
+        obj: Obj
+        ready: bool
+
+    @dataclass
+    class ResolvedRuntime:
+        kind: str
+        name: str
+        obj: Obj
+        auto_selected: bool
+        warnings: list[str] = field(default_factory=list)
+
+    models = types.ModuleType("ome.resolution.models")
+    models.ResolvedModel = ResolvedModel  # type: ignore[attr-defined]
+    models.ModelNotFound = type("ModelNotFound", (Exception,), {})  # type: ignore[attr-defined]
+    models.resolve_model = lambda reader, isvc: None  # type: ignore[attr-defined]
+    runtimes = types.ModuleType("ome.resolution.runtimes")
+    runtimes.ResolvedRuntime = ResolvedRuntime  # type: ignore[attr-defined]
+    runtimes.RuntimeNotFound = type("RuntimeNotFound", (Exception,), {})  # type: ignore[attr-defined]
+    runtimes.NoSupportingRuntime = type("NoSupportingRuntime", (Exception,), {})  # type: ignore[attr-defined]
+    runtimes.resolve_runtime = lambda reader, isvc, model: None  # type: ignore[attr-defined]
+    sys.modules["ome.resolution.models"] = models
+    sys.modules["ome.resolution.runtimes"] = runtimes
+    import ome.resolution
+
+    ome.resolution.models = models  # type: ignore[attr-defined]
+    ome.resolution.runtimes = runtimes  # type: ignore[attr-defined]
+
+
+_install_resolver_stubs()
+
+
+def _key(res: Resource, name: str, namespace: str | None) -> tuple[str, str, str]:
+    return (res.name, namespace or "", name)
+
+
+class FakeWorld:
+    """A tiny apiserver + cache: objects by (resource, namespace, name)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], Obj] = {}
+        self.writes: list[tuple[str, str, str]] = []
+        self._rv = 100
+
+    # cache side
+    def put(self, res: Resource, obj: Obj) -> Obj:
+        meta = obj["metadata"]
+        self.objects[_key(res, meta["name"], meta.get("namespace"))] = obj
+        return obj
+
+    def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> Obj | None:
+        return self.objects.get(_key(res, name, namespace if res.namespaced else None))
+
+    def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> list[Obj]:
+        found = []
+        for (kind, ns, _), obj in self.objects.items():
+            labels = obj["metadata"].get("labels") or {}
+            if kind != res.name or (namespace and ns != namespace):
+                continue
+            if label_selector and any(labels.get(k) != v for k, v in label_selector.items()):
+                continue
+            found.append(obj)
+        return found
+
+    # writer side
+    async def apply(
+        self,
+        res: Resource,
+        obj: Obj,
+        *,
+        field_manager: str,
+        force: bool = True,
+        subresource: str | None = None,
+    ) -> Obj:
+        meta = obj["metadata"]
+        self.writes.append(("apply" + (f"/{subresource}" if subresource else ""), res.kind, meta["name"]))
+        key = _key(res, meta["name"], meta.get("namespace"))
+        self._rv += 1
+        if subresource == "status":
+            current = copy.deepcopy(self.objects[key])
+            current["status"] = {**(current.get("status") or {}), **copy.deepcopy(obj["status"])}
+        else:
+            current = copy.deepcopy(obj)
+            old = self.objects.get(key)
+            current["metadata"]["uid"] = (old or {}).get("metadata", {}).get("uid") or f"uid-{meta['name']}"
+        current["metadata"]["resourceVersion"] = str(self._rv)
+        self.objects[key] = current
+        return current
+
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, *, uid: str | None = None
+    ) -> None:
+        self.writes.append(("delete", res.kind, name))
+        key = _key(res, name, namespace)
+        current = self.objects.get(key)
+        if current is None:
+            raise errors.NotFound(404, "NotFound", f"{name} not found")
+        if uid and current["metadata"].get("uid") != uid:
+            raise errors.Conflict(409, "Conflict", "uid precondition failed")
+        del self.objects[key]
+
+
+class FakeRecorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        self.events.append((type_, reason, message))

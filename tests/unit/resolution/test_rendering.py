@@ -1,0 +1,207 @@
+"""Rendering per mode: RawDeployment objects, OMENative InferenceReplica, MultiNode LeaderWorkerSet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.resolution import modes, naming, objects, workloads
+from ome.resolution.components import ComponentPlan, ModelSource, build_plans
+from tests.unit.resolution import builders
+
+Obj = dict[str, Any]
+CONFIG = InferenceServiceConfig()
+MODEL = ModelSource.from_object("ClusterBaseModel", builders.model())
+
+
+def _plans(isvc: Obj, runtime: Obj | None = None) -> list[ComponentPlan]:
+    return build_plans(isvc, runtime or builders.runtime(), MODEL, CONFIG, runtime_name="vllm-llama")
+
+
+def _render(isvc: Obj, *, lws: bool = False) -> dict[tuple[str, str], Obj]:
+    out = {}
+    for plan in _plans(isvc):
+        for obj in workloads.render_component(isvc, plan, CONFIG, lws_served=lws):
+            out[(obj["kind"], obj["metadata"]["name"])] = obj
+    return out
+
+
+def test_minimal_isvc_renders_exactly_the_documented_objects() -> None:
+    rendered = _render(builders.isvc(name="llama-3-2-1b-instruct"))
+    assert sorted(rendered) == [
+        ("Deployment", "llama-3-2-1b-instruct-engine"),
+        ("HorizontalPodAutoscaler", "llama-3-2-1b-instruct-engine"),
+        ("PodDisruptionBudget", "llama-3-2-1b-instruct-engine"),
+        ("Service", "llama-3-2-1b-instruct-engine"),
+    ]
+
+
+def test_hpa_defaults_cpu_80_and_1_to_3() -> None:
+    hpa = _render(builders.isvc())[("HorizontalPodAutoscaler", "llama-engine")]
+    assert hpa["spec"]["minReplicas"] == 1 and hpa["spec"]["maxReplicas"] == 3
+    assert hpa["spec"]["metrics"] == [
+        {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+        }
+    ]
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "llama-engine",
+    }
+
+
+def test_hpa_follows_component_replicas() -> None:
+    hpa = _render(builders.isvc(engine={"minReplicas": 2, "maxReplicas": 5}))[
+        ("HorizontalPodAutoscaler", "llama-engine")
+    ]
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 5)
+
+
+@pytest.mark.parametrize(
+    ("engine", "budget"),
+    [({}, {"maxUnavailable": 1}), ({"minAvailable": 2}, {"minAvailable": 2}),
+     ({"maxUnavailable": "50%"}, {"maxUnavailable": "50%"})],
+    ids=["default", "min-available", "max-unavailable"],
+)  # fmt: skip
+def test_pdb_budget(engine: Obj, budget: Obj) -> None:
+    pdb = _render(builders.isvc(engine=engine))[("PodDisruptionBudget", "llama-engine")]
+    assert {k: v for k, v in pdb["spec"].items() if k != "selector"} == budget
+    assert pdb["spec"]["selector"] == {"matchLabels": {"app": "llama-engine"}}
+
+
+def test_deployment_labels_selector_owner_and_replicas_left_to_hpa() -> None:
+    dep = _render(builders.isvc())[("Deployment", "llama-engine")]
+    assert dep["metadata"]["labels"]["serving-runtime"] == "vllm-llama"
+    assert dep["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "InferenceService",
+            "name": "llama",
+            "uid": "uid-llama",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert dep["spec"]["selector"] == {"matchLabels": {"app": "llama-engine"}}
+    assert dep["spec"]["template"]["metadata"]["labels"]["app"] == "llama-engine"
+    assert dep["spec"]["template"]["metadata"]["labels"]["component"] == "engine"
+    assert "replicas" not in dep["spec"]
+
+
+def test_autoscaler_none_pins_min_replicas_and_drops_hpa() -> None:
+    rendered = _render(builders.isvc(engine={"minReplicas": 2, "autoscaler": {"class": "None"}}))
+    assert rendered[("Deployment", "llama-engine")]["spec"]["replicas"] == 2
+    assert ("HorizontalPodAutoscaler", "llama-engine") not in rendered
+
+
+def test_service_ports_from_runner_or_8080() -> None:
+    svc = _render(builders.isvc())[("Service", "llama-engine")]
+    assert svc["spec"]["ports"] == [{"name": "http1", "port": 8080, "targetPort": 8080, "protocol": "TCP"}]
+    assert svc["spec"]["type"] == "ClusterIP"
+    no_ports = builders.runtime(engine_config={"runner": {"name": "ome-container", "image": "x"}})
+    [plan] = _plans(builders.isvc(), no_ports)
+    assert objects.service_ports(plan.pod_spec) == [
+        {"name": "ome-container", "port": 8080, "targetPort": 8080, "protocol": "TCP"}
+    ]
+
+
+def test_external_service_fronts_router_else_engine() -> None:
+    isvc = builders.isvc(router={"runner": {"image": "r", "ports": [{"containerPort": 9000}]}})
+    plans = _plans(isvc)
+    target = workloads.external_target(plans)
+    assert target is not None and target.component == "router"
+    svc = objects.external_service(isvc, target)
+    assert svc["metadata"]["name"] == "llama"
+    assert svc["metadata"]["labels"] == {"ome.io/inferenceservice": "llama", "component": "external-service"}
+    assert svc["spec"]["selector"] == {"ome.io/inferenceservice": "llama", "component": "router"}
+    assert svc["spec"]["ports"] == [{"name": "http", "port": 9000, "targetPort": 9000, "protocol": "TCP"}]
+    engine_only = workloads.external_target(_plans(builders.isvc()))
+    assert engine_only is not None and engine_only.component == "engine"
+
+
+def test_engine_and_router_keep_router_on_a_deployment_under_omenative_spec() -> None:
+    isvc = builders.isvc(
+        deploymentMode="OMENative", router={"annotations": {modes.ANNOTATION: "RawDeployment"}}
+    )
+    rendered = _render(isvc)
+    assert ("InferenceReplica", "llama-engine") in rendered
+    assert ("Deployment", "llama-router") in rendered
+    assert ("Deployment", "llama-engine") not in rendered
+
+
+def test_omenative_replica_spec() -> None:
+    isvc = builders.isvc(
+        engine={"annotations": {modes.ANNOTATION: "OMENative"}, "minReplicas": 1, "maxReplicas": 1}
+    )
+    rendered = _render(isvc)
+    irep = rendered[("InferenceReplica", "llama-engine")]
+    spec = irep["spec"]
+    assert spec["parentRef"] == {"name": "llama"} and spec["component"] == "engine"
+    [runner] = spec["runners"]
+    assert runner["name"] == "default" and runner["size"] == 1
+    assert runner["template"]["spec"]["nodeSelector"] == {
+        "models.ome.io/clusterbasemodel.llama-3-2-1b-instruct": "Ready"
+    }
+    assert spec["lifecycle"]["updateStrategy"] == {
+        "type": "SurgeThenDrain",
+        "rollingUpdate": {"maxSurge": "25%"},
+    }
+    svc = rendered[("Service", "llama-engine")]
+    assert svc["spec"]["selector"] == {
+        "ome.io/inferenceservice": "llama",
+        "component": "engine",
+        "ome.io/managed-by": "OMENative",
+    }
+    assert (
+        rendered[("HorizontalPodAutoscaler", "llama-engine")]["spec"]["scaleTargetRef"]["kind"]
+        == "InferenceReplica"
+    )
+    assert ("PodDisruptionBudget", "llama-engine") in rendered
+
+
+def test_omenative_leader_worker_runners() -> None:
+    isvc = builders.isvc(engine={"leader": {}, "worker": {"size": 3}})
+    spec = _render(isvc)[("InferenceReplica", "llama-engine")]["spec"]
+    assert [(r["name"], r["size"]) for r in spec["runners"]] == [("leader", 1), ("worker", 3)]
+
+
+def test_component_lifecycle_wins_over_config_defaults() -> None:
+    lifecycle = {"updateStrategy": {"type": "RecreatePod"}}
+    isvc = builders.isvc(deploymentMode="OMENative", engine={"lifecycle": lifecycle})
+    spec = _render(isvc)[("InferenceReplica", "llama-engine")]["spec"]
+    assert spec["lifecycle"] == lifecycle
+
+
+def test_multinode_renders_lws_without_pdb_or_hpa() -> None:
+    isvc = builders.isvc(engine={"annotations": {modes.ANNOTATION: "MultiNode"}, "worker": {"size": 2}})
+    rendered = _render(isvc, lws=True)
+    assert sorted(rendered) == [("LeaderWorkerSet", "lws-llama-engine"), ("Service", "llama-engine")]
+    lws = rendered[("LeaderWorkerSet", "lws-llama-engine")]
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 3
+    assert rendered[("Service", "llama-engine")]["spec"]["selector"] == {"ray.io/node-type": "head"}
+
+
+def test_multinode_without_lws_crd_fails() -> None:
+    isvc = builders.isvc(engine={"annotations": {modes.ANNOTATION: "MultiNode"}})
+    with pytest.raises(workloads.LeaderWorkerSetUnavailableError):
+        _render(isvc, lws=False)
+
+
+@pytest.mark.parametrize("component", ["engine", "router"])
+def test_virtual_component_cannot_render(component: str) -> None:
+    ann = {"annotations": {modes.ANNOTATION: "VirtualDeployment"}}
+    isvc = builders.isvc(**{component: ann}) if component == "engine" else builders.isvc(router=ann)
+    with pytest.raises(modes.UnreconcilableModeError):
+        _render(isvc)
+
+
+def test_long_names_truncate_service_but_not_deployment() -> None:
+    name = "a" * 60
+    rendered = _render(builders.isvc(name=name))
+    assert ("Deployment", f"{name}-engine") in rendered
+    services = [n for k, n in rendered if k == "Service"]
+    assert services == [naming.truncate(f"{name}-engine")] and len(services[0]) == 63
