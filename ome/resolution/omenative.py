@@ -21,6 +21,7 @@ from ome.resolution.components import ComponentPlan
 Obj = dict[str, Any]
 
 MANAGED_BY: Final = "OMENative"
+RUNNER_LABEL: Final = "ome.io/runner"
 SURGE_STRATEGIES: Final = frozenset({"SurgeThenDrain"})
 _PASSED_THROUGH: Final = ("topologyKey", "topologySpread", "topologySpreadKey", "autoscaler")
 
@@ -29,9 +30,20 @@ def pod_selector(plan: ComponentPlan) -> dict[str, str]:
     return {**naming.selector_labels(plan.isvc, plan.component), naming.MANAGED_BY_LABEL: MANAGED_BY}
 
 
+def service_selector(isvc: Mapping[str, Any], plan: ComponentPlan) -> dict[str, str]:
+    """Leaders only when the InferenceService itself sets `worker` on the component; workers too when
+    only the runtime does (a runtime-defined worker may serve requests itself)."""
+    selector = pod_selector(plan)
+    own = (isvc.get("spec") or {}).get(plan.component) or {}
+    if own.get("worker") is not None and plan.worker_pod_spec is not None:
+        selector[RUNNER_LABEL] = "leader"
+    return selector
+
+
 def render(isvc: Mapping[str, Any], plan: ComponentPlan, config: InferenceServiceConfig) -> list[Obj]:
     selector = pod_selector(plan)
-    rendered = [inference_replica(isvc, plan, config), objects.component_service(isvc, plan, selector)]
+    rendered = [inference_replica(isvc, plan, config),
+                objects.component_service(isvc, plan, service_selector(isvc, plan))]
     if rawdeployment.uses_hpa(plan.merged):
         rendered.append(hpa(isvc, plan))
     rendered.append(objects.pdb(isvc, plan, selector, config.pod_disruption_budget.ome_native))

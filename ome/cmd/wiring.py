@@ -1,0 +1,85 @@
+"""What `ome-manager` runs: the operator config, every controller, the webhooks. One place to read it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import structlog
+
+from ome.config import inferenceservice_config as isvc_config
+from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig
+from ome.controllers.inferencereplica import setup as inferencereplica
+from ome.controllers.inferencereplica.reconciler import parse_duration
+from ome.controllers.inferenceservice import controller as inferenceservice
+from ome.framework import certs, resources
+from ome.framework.client import Client
+from ome.framework.manager import Manager
+from ome.framework.webhook_server import WebhookServer
+from ome.omenative.settings import InferenceReplicaSettings
+
+__all__ = ["ConfigError", "Settings", "add_controllers", "add_webhooks", "load_settings",
+           "self_register_webhooks", "write_self_signed_certs"]
+
+log = structlog.get_logger("setup")
+
+
+class Settings:
+    """Startup facts: the validated config and which optional CRDs the cluster serves."""
+
+    def __init__(self, config: InferenceServiceConfig, *, lws_served: bool, config_namespace: str) -> None:
+        self.config = config
+        self.lws_served = lws_served
+        self.config_namespace = config_namespace
+
+    def replica_settings(self) -> InferenceReplicaSettings:
+        life = self.config.lifecycle
+        return InferenceReplicaSettings(
+            instance_ready_timeout=parse_duration(life.instance_ready_timeout),
+            status_encoding="ColumnarV2" if self.config.omenative_status.status_encoding == "ColumnarV2"
+            else "Rows",
+            revision_history_limit=life.revision_history_limit or 10,
+        )
+
+
+async def load_settings(client: Client, namespace: str) -> Settings:
+    """Reads and validates inferenceservice-config; a bad config is fatal (ConfigError)."""
+    config = await isvc_config.load(client, namespace)
+    lws = await client.is_served(resources.LEADER_WORKER_SETS)
+    log.info("configuration loaded", namespace=namespace, default_mode=config.deploy.default_deployment_mode,
+             leaderworkerset_served=lws)
+    return Settings(config, lws_served=lws, config_namespace=namespace)
+
+
+def add_controllers(manager: Manager, settings: Settings) -> None:
+    inferenceservice.add_to_manager(manager, settings.config, lws_served=settings.lws_served)
+    inferencereplica.add_to_manager(manager, settings.replica_settings())
+    from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
+
+    nodeagent.add_to_manager(manager, config_namespace=settings.config_namespace)
+
+
+def add_webhooks(server: WebhookServer, manager: Manager, settings: Settings) -> None:
+    from ome.webhooks import registry  # noqa: PLC0415
+
+    registry.register_webhooks(server, manager.cache)
+
+
+def write_self_signed_certs(cert_dir: Path) -> None:
+    """A CA and a serving certificate for 127.0.0.1 (webhooks of a manager running outside the cluster)."""
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    ca_crt, ca_key = certs.generate_ca("ome-webhook-local-ca")
+    crt, key = certs.generate_serving_cert(ca_crt, ca_key, "127.0.0.1", ip_addresses=("127.0.0.1",),
+                                           dns_names=("localhost",))
+    certs.write_cert_pair(cert_dir, crt, key, cert_name="tls.crt", key_name="tls.key")
+    certs.write_pem(cert_dir / "ca.crt", ca_crt)
+
+
+async def self_register_webhooks(client: Client, server: WebhookServer, cert_dir: Path) -> None:
+    from ome.webhooks import self_register  # noqa: PLC0415
+
+    while not server.ready:
+        await asyncio.sleep(0.05)
+    ca = (cert_dir / "ca.crt").read_bytes()
+    await self_register.register(client, port=server.port, ca_bundle=ca)
+    log.info("webhook configurations registered", url=f"https://127.0.0.1:{server.port}")
