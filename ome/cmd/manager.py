@@ -38,8 +38,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--webhook-host", default="0.0.0.0", help="address the webhook server binds")
     p.add_argument("--webhook-cert-dir", default=DEFAULT_CERT_DIR, help="holds tls.crt and tls.key")
     p.add_argument("--webhook-self-register", action="store_true",
-                   help="outside a cluster: generate a CA and a 127.0.0.1 serving certificate and register the "
-                        "webhook configurations with url https://127.0.0.1:<port>/... and that caBundle")
+                   help="outside a cluster: generate a CA and a 127.0.0.1 serving certificate and "
+                        "register the webhook configurations with url https://127.0.0.1:<port>/... "
+                        "and that caBundle")
     p.add_argument("--leader-elect", action="store_true", help="run controllers only while holding the Lease")
     p.add_argument("--leader-election-id", default=LEADER_ELECTION_ID)
     p.add_argument("--leader-election-namespace", default=None, help="default: the config namespace")

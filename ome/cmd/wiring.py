@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import structlog
@@ -78,8 +77,7 @@ def write_self_signed_certs(cert_dir: Path) -> None:
 async def self_register_webhooks(client: Client, server: WebhookServer, cert_dir: Path) -> None:
     from ome.webhooks import self_register  # noqa: PLC0415
 
-    while not server.ready:
-        await asyncio.sleep(0.05)
+    await server.wait_ready()
     ca = (cert_dir / "ca.crt").read_bytes()
     await self_register.register(client, port=server.port, ca_bundle=ca)
     log.info("webhook configurations registered", url=f"https://127.0.0.1:{server.port}")

@@ -72,6 +72,7 @@ class WebhookServer:
         self._runner: web.AppRunner | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._bound_port: int | None = None
+        self._listening = asyncio.Event()
 
     def register(self, path: str, handler: Handler) -> None:
         """Serve `handler` at `path` (exact match); may be called before or after start()."""
@@ -85,6 +86,10 @@ class WebhookServer:
     def ready(self) -> bool:
         """True once listening; usable as a readyz check."""
         return self._bound_port is not None
+
+    async def wait_ready(self) -> None:
+        """Return once the server listens (another task calls start())."""
+        await self._listening.wait()
 
     @property
     def port(self) -> int:
@@ -113,6 +118,7 @@ class WebhookServer:
             raise
         self._runner = runner
         self._bound_port = int(runner.addresses[0][1])
+        self._listening.set()
         self._watcher = asyncio.create_task(self._watch_certificates(), name="webhook-cert-watcher")
         _log.info("Serving webhooks", host=self._host, port=self._bound_port, paths=sorted(self._handlers))
 
@@ -125,6 +131,7 @@ class WebhookServer:
             await self._runner.cleanup()
             self._runner = None
         self._bound_port = None
+        self._listening.clear()
 
     # -- requests ------------------------------------------------------------------------------------
 

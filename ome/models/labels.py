@@ -54,3 +54,34 @@ def model_label_key(kind: ModelKind | str, name: str, namespace: str | None = No
 def ready_selector(kind: ModelKind | str, name: str, namespace: str | None = None) -> dict[str, str]:
     """The node selector that keeps serving pods on nodes holding the model."""
     return {model_label_key(kind, name, namespace): READY}
+
+
+# Per-node status ConfigMaps (one per node, named after it, in the operator namespace): the agent's
+# detailed report (config, progress, failure reason) next to the terse node label.
+STATUS_CONFIGMAP_LABEL: Final = "models.ome/basemodel-status"
+DELETED: Final = "Deleted"
+"""Entry status an agent may leave behind after removing a model; it no longer holds it."""
+MAX_CONFIGMAP_KEY: Final = 253
+
+
+def configmap_key(kind: ModelKind | str, name: str, namespace: str | None = None) -> str:
+    """The model's key in a node's status ConfigMap: `clusterbasemodel.<name>` or `<ns>.basemodel.<name>`."""
+    if kind == "ClusterBaseModel":
+        prefix = "clusterbasemodel."
+    elif kind == "BaseModel":
+        if not namespace:
+            raise ValueError("a BaseModel ConfigMap key needs the model's namespace")
+        prefix = f"{namespace}.basemodel."
+    else:
+        raise ValueError(f"model kind must be ClusterBaseModel or BaseModel, not {kind!r}")
+    return prefix + truncate(name, MAX_CONFIGMAP_KEY - len(prefix))
+
+
+def json_pointer(label_key: str) -> str:
+    """`/metadata/labels/<key>` with the key escaped for a JSON patch (RFC 6901: ~ -> ~0, / -> ~1)."""
+    return "/metadata/labels/" + label_key.replace("~", "~0").replace("/", "~1")
+
+
+def kind_of_namespace(namespace: str) -> ModelKind:
+    """Model requests are keyed (namespace, name); cluster-scoped ClusterBaseModels have namespace ""."""
+    return "BaseModel" if namespace else "ClusterBaseModel"

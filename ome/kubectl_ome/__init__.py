@@ -1,0 +1,1 @@
+"""kubectl-ome: the `kubectl ome` plugin (instance list, status, runtime effective)."""

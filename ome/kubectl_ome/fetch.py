@@ -1,0 +1,191 @@
+"""What the commands read from the API server, and the pure selection of it.
+
+`select_replicas` and `warning_events` are pure; the `read_*` coroutines do the requests. A failed
+read of the InferenceService raises (the CLI prints it and exits 1); the other reads degrade into
+evidence values and issues in the report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ome.framework import errors
+from ome.framework.client import Client
+from ome.framework.resources import (
+    CLUSTER_SERVING_RUNTIMES,
+    EVENTS,
+    INFERENCE_REPLICAS,
+    INFERENCE_SERVICES,
+    PODS,
+    SERVING_RUNTIMES,
+)
+from ome.kubectl_ome.effective import RuntimeRead, runtime_ref
+from ome.kubectl_ome.instances import REJECTED, SOURCE_UNAVAILABLE, ReplicaRead
+from ome.omenative.instance_names import ISVC_LABEL
+from ome.resolution.modes import COMPONENTS
+
+Obj = dict[str, Any]
+
+MAX_EVENTS: Final = 20
+_RESOLVED: Final = re.compile(r'runtime "([^"]+)" resolved')
+
+
+@dataclass(slots=True)
+class ReplicaSet:
+    reads: list[ReplicaRead] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _parent(obj: Mapping[str, Any]) -> str | None:
+    ref = (obj.get("spec") or {}).get("parentRef") or {}
+    return ref.get("name")
+
+
+def _component(obj: Mapping[str, Any]) -> str | None:
+    return (obj.get("spec") or {}).get("component")
+
+
+def select_replicas(isvc: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> ReplicaSet:
+    """The InferenceReplicas behind each component: `{isvc}-{component}` (owned through parentRef),
+    the standalone ones `spec.replicaRefs` names, and any second one claiming the component."""
+    name = _name(isvc)
+    refs = (isvc.get("spec") or {}).get("replicaRefs") or {}
+    by_name = {_name(item): item for item in items}
+    out = ReplicaSet()
+    for component in COMPONENTS:
+        canonical = f"{name}-{component}"
+        named = list(refs.get(component) or [])
+        owned = by_name.get(canonical)
+        if owned is not None and canonical not in named and _parent(owned) == name:
+            if _component(owned) == component:
+                out.reads.append(ReplicaRead(component, canonical, owned))
+            else:
+                out.summary.append(REJECTED)
+                out.warnings.append(f"{canonical}: spec.component is {_component(owned)!r}, not {component}")
+        for ref in named:
+            obj = by_name.get(ref)
+            if obj is not None and _component(obj) != component:
+                out.summary.append(REJECTED)
+                out.warnings.append(f"{ref}: spec.component is {_component(obj)!r}, not {component}")
+                continue
+            out.reads.append(ReplicaRead(component, ref, obj))
+        for item in items:
+            other = _name(item)
+            if other != canonical and other not in named and _parent(item) == name:
+                if _component(item) == component and owned is not None:
+                    out.reads.append(ReplicaRead(component, other, item, duplicate=True))
+    out.summary = list(dict.fromkeys(out.summary))
+    return out
+
+
+async def read_isvc(client: Client, name: str, namespace: str) -> Obj:
+    return await client.get(INFERENCE_SERVICES, name, namespace)
+
+
+async def read_replicas(client: Client, isvc: Mapping[str, Any]) -> ReplicaSet:
+    namespace = (isvc.get("metadata") or {}).get("namespace")
+    try:
+        items, _ = await client.list(INFERENCE_REPLICAS, namespace)
+    except errors.ApiError as exc:
+        return ReplicaSet(
+            summary=[SOURCE_UNAVAILABLE],
+            warnings=[f"cannot list inferencereplicas.ome.io in namespace {namespace!r}: {exc}"],
+        )
+    return select_replicas(isvc, items)
+
+
+def runtime_name_reported(isvc: Mapping[str, Any]) -> str | None:
+    """The runtime the controller resolved, from its RuntimeReady condition."""
+    for cond in (isvc.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "RuntimeReady" and cond.get("status") == "True":
+            match = _RESOLVED.search(str(cond.get("message") or ""))
+            if match:
+                return match.group(1)
+    return None
+
+
+async def read_runtime(client: Client, isvc: Mapping[str, Any]) -> RuntimeRead:
+    """The runtime spec.runtime names, else the one the controller reports it resolved."""
+    meta, spec = isvc.get("metadata") or {}, isvc.get("spec") or {}
+    namespace = str(meta.get("namespace") or "")
+    ref = spec.get("runtime") or {}
+    if ref.get("name"):
+        kinds = [str(ref.get("kind") or "ClusterServingRuntime")]
+        name, selection = str(ref["name"]), "Explicit"
+    elif (reported := runtime_name_reported(isvc)) is not None:
+        kinds, name, selection = ["ServingRuntime", "ClusterServingRuntime"], reported, "Reported"
+    elif spec.get("model"):
+        return RuntimeRead(None, None, "AutoSelectionNotProbed", selection="Selected")
+    else:
+        return RuntimeRead(None, None, "NotConfigured")
+    reason = "NotFound"
+    for kind in kinds:
+        res = SERVING_RUNTIMES if kind == "ServingRuntime" else CLUSTER_SERVING_RUNTIMES
+        try:
+            obj = await client.get(res, name, namespace if res.namespaced else None)
+        except errors.NotFound:
+            continue
+        except (errors.Forbidden, errors.Unauthorized):
+            reason = "Forbidden"
+            continue
+        except errors.ApiError:
+            reason = "Unreadable"
+            continue
+        disabled = bool((obj.get("spec") or {}).get("disabled"))
+        return RuntimeRead(
+            runtime_ref(kind, name, namespace), obj, "Disabled" if disabled else None, selection
+        )
+    return RuntimeRead(runtime_ref(kinds[-1], name, namespace), None, reason, selection)
+
+
+def _event_time(event: Mapping[str, Any]) -> str:
+    series = event.get("series") or {}
+    return str(
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("eventTime")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )
+
+
+def warning_events(
+    events: Iterable[Mapping[str, Any]], targets: set[tuple[str, str]], limit: int = MAX_EVENTS
+) -> list[Mapping[str, Any]]:
+    """The Warning events about `targets` ((kind, name) pairs), newest first."""
+    kept = [
+        e
+        for e in events
+        if e.get("type") == "Warning"
+        and ((e.get("involvedObject") or {}).get("kind"), (e.get("involvedObject") or {}).get("name"))
+        in targets
+    ]
+    kept.sort(key=_event_time, reverse=True)
+    return kept[:limit]
+
+
+async def read_events(
+    client: Client, namespace: str, targets: set[tuple[str, str]]
+) -> tuple[list[Mapping[str, Any]], str | None]:
+    """Warning events about `targets`, and why they could not be read (None when they could)."""
+    try:
+        items, _ = await client.list(EVENTS, namespace, field_selector="type=Warning")
+    except errors.ApiError as exc:
+        return [], f"cannot list events in namespace {namespace!r}: {exc}"
+    return warning_events(items, targets), None
+
+
+async def read_pod_names(client: Client, namespace: str, isvc: str) -> tuple[list[str], str | None]:
+    try:
+        items, _ = await client.list(PODS, namespace, label_selector={ISVC_LABEL: isvc}, metadata_only=True)
+    except errors.ApiError as exc:
+        return [], f"cannot list pods in namespace {namespace!r}: {exc}"
+    return sorted(_name(p) for p in items), None

@@ -1,0 +1,5 @@
+import sys
+
+from ome.modelagent.main import main
+
+sys.exit(main())

@@ -1,0 +1,136 @@
+"""`ome-model-agent`: runs on every node (a DaemonSet) and keeps the models that select the node there.
+
+Reads its node once at start (the documented behaviour: a node's label changes take effect when the agent
+restarts), watches BaseModels and ClusterBaseModels, and reports each model on the node through the node
+label and the node's status ConfigMap. On start it also drops reports of models that no longer exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from ome.framework import errors, resources
+from ome.framework.client import Client
+from ome.framework.controller import Controller
+from ome.framework.log_setup import configure_logging
+from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.reconcile import Request
+from ome.modelagent.agent import Keys, ModelAgent, eligible
+from ome.modelagent.prepare import PrepareSettings, SecretReader
+from ome.modelagent.reporter import NodeReporter
+from ome.models import labels
+
+log = structlog.get_logger("modelagent")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentOptions:
+    node_name: str
+    namespace: str = "ome"
+    """Where the node status ConfigMaps (and ClusterBaseModels' token Secrets) live."""
+    workers: int = 2
+    """Models prepared at once; the others wait their turn, labelled Updating."""
+    prepare: PrepareSettings = PrepareSettings()
+    metrics_bind_address: str = "0"
+    health_probe_bind_address: str = ":8080"
+    install_signal_handlers: bool = True
+
+
+async def build(client: Client, options: AgentOptions) -> tuple[Manager, ModelAgent]:
+    """The agent's manager (one controller, one start-up sweep) and its reconciler."""
+    node = await client.get(resources.NODES, options.node_name)
+    node_labels = dict(node["metadata"].get("labels") or {})
+    reporter = NodeReporter(client, options.node_name, options.namespace)
+    reporter.seed_labels(node_labels)
+    manager = Manager(client, ManagerOptions(
+        metrics_bind_address=options.metrics_bind_address,
+        health_probe_bind_address=options.health_probe_bind_address,
+        leader_election=None, install_signal_handlers=options.install_signal_handlers))
+    agent = ModelAgent(manager.cache, reporter, SecretReader(client), node_labels=node_labels,
+                       settings=options.prepare, workers=options.workers)
+    controller = Controller(f"modelagent-{options.node_name}", agent, max_concurrent_reconciles=4)
+    for res in (resources.BASE_MODELS, resources.CLUSTER_BASE_MODELS):
+        controller.for_(manager.cache.informer_for(res))
+    manager.add_controller(controller)
+
+    async def sweep() -> None:
+        await sweep_orphans(client, manager, reporter, node_labels, options.namespace)
+
+    manager.add_runnable(sweep)
+    return manager, agent
+
+
+async def sweep_orphans(client: Client, manager: Manager, reporter: NodeReporter, node_labels: dict[str, str],
+                        namespace: str) -> None:
+    """Reports (labels, entries) on this node for models that are gone or no longer select it."""
+    wanted_labels, wanted_entries = set(), set()
+    for res in (resources.BASE_MODELS, resources.CLUSTER_BASE_MODELS):
+        for model in manager.cache.list(res):
+            if eligible(model, reporter.node, node_labels):
+                keys = Keys.of(Request(model["metadata"].get("namespace") or "", model["metadata"]["name"]))
+                wanted_labels.add(keys.label)
+                wanted_entries.add(keys.entry)
+    for key in set(reporter.model_labels) - wanted_labels:
+        await reporter.set_label(key, None)
+    try:
+        cm = await client.get(resources.CONFIGMAPS, reporter.node, namespace)
+    except errors.NotFound:
+        return
+    for key in set(cm.get("data") or {}) - wanted_entries:
+        await reporter.set_entry(key, None)
+    log.info("start-up sweep done", node=reporter.node, label_prefix=labels.DOMAIN)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="ome-model-agent", description=__doc__)
+    p.add_argument("--kubeconfig", help="path to a kubeconfig; in-cluster config when unset")
+    p.add_argument("--node-name", default=os.environ.get("NODE_NAME"), help="this node (env NODE_NAME)")
+    p.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE", "ome"))
+    p.add_argument("--models-root-dir", default="/mnt/models")
+    p.add_argument("--num-download-worker", type=int, default=2)
+    p.add_argument("--hf-endpoint", default=os.environ.get("HF_ENDPOINT") or os.environ.get("ENDPOINT")
+                   or "https://huggingface.co", help="Hugging Face endpoint (env HF_ENDPOINT or ENDPOINT)")
+    p.add_argument("--progress-interval", type=float, default=30.0, help="seconds between progress reports")
+    p.add_argument("--health-probe-bind-address", default=":8080", help='"0" disables /healthz and /readyz')
+    p.add_argument("--metrics-bind-address", default="0")
+    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
+    p.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
+    return p.parse_args(argv)
+
+
+def options_from(args: argparse.Namespace) -> AgentOptions:
+    prep = PrepareSettings(models_root=args.models_root_dir, hf_endpoint=args.hf_endpoint,
+                           config_namespace=args.namespace, progress_interval=args.progress_interval)
+    return AgentOptions(node_name=args.node_name, namespace=args.namespace, workers=args.num_download_worker,
+                        prepare=prep, metrics_bind_address=args.metrics_bind_address,
+                        health_probe_bind_address=args.health_probe_bind_address)
+
+
+async def run(args: argparse.Namespace) -> int:
+    async with await Client.from_environment(args.kubeconfig) as client:
+        manager, agent = await build(client, options_from(args))
+        try:
+            await manager.run()
+        finally:
+            await agent.aclose()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.node_name:
+        print("ome-model-agent: --node-name or NODE_NAME is required", file=sys.stderr)
+        return 2
+    configure_logging(args.log_format, args.log_level)
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

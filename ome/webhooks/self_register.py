@@ -1,0 +1,70 @@
+"""Register a webhook server that runs outside the cluster (a local manager, tests, the demo).
+
+In the cluster the apiserver reaches the webhook through the `ome-webhook-server-service` Service and
+cert-manager's certificate. A manager on the developer's machine has neither, so it makes its own: a CA
+and a serving certificate for 127.0.0.1 (written as tls.crt / tls.key, where the WebhookServer reads
+them), then server-side applies both webhook configurations with `url: https://127.0.0.1:<port>/<path>`
+and that CA as caBundle. A namespaceSelector scopes them, so tests sharing a cluster only meet the
+webhooks they registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ome.framework import certs, errors, resources
+from ome.framework.client import Client
+from ome.webhooks import registry
+
+FIELD_MANAGER: Final = "ome-webhook-self-register"
+LOOPBACK: Final = "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    name: str
+    """The name of both configurations (a Mutating- and a ValidatingWebhookConfiguration)."""
+    ca_bundle: bytes
+
+
+def write_serving_certificate(cert_dir: str | Path, *, host: str = LOOPBACK) -> bytes:
+    """Generate a CA and a serving certificate for `host` into cert_dir; returns the CA (the caBundle)."""
+    ca_crt, ca_key = certs.generate_ca("ome-webhook-local-ca")
+    crt, key = certs.generate_serving_cert(ca_crt, ca_key, host, ip_addresses=(host,))
+    certs.write_cert_pair(Path(cert_dir), crt, key, cert_name="tls.crt", key_name="tls.key")
+    return ca_crt
+
+
+async def register(
+    client: Client,
+    *,
+    port: int,
+    ca_bundle: bytes,
+    name: str = registry.CONFIGURATION_NAME,
+    host: str = LOOPBACK,
+    namespace_selector: Mapping[str, Any] | None = None,
+) -> Registration:
+    """Server-side apply both configurations, pointing every webhook at https://host:port/<path>."""
+    config = registry.url_client_config(f"https://{host}:{port}", ca_bundle)
+    mutating, validating = registry.webhook_configurations(
+        config, name=name, namespace_selector=namespace_selector
+    )
+    await client.apply(
+        resources.MUTATING_WEBHOOK_CONFIGURATIONS, mutating, field_manager=FIELD_MANAGER, force=True
+    )
+    await client.apply(
+        resources.VALIDATING_WEBHOOK_CONFIGURATIONS, validating, field_manager=FIELD_MANAGER, force=True
+    )
+    return Registration(name, ca_bundle)
+
+
+async def unregister(client: Client, registration: Registration) -> None:
+    """Delete both configurations; already gone is fine."""
+    for res in (resources.MUTATING_WEBHOOK_CONFIGURATIONS, resources.VALIDATING_WEBHOOK_CONFIGURATIONS):
+        try:
+            await client.delete(res, registration.name)
+        except errors.NotFound:
+            pass

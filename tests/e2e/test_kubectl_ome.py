@@ -1,0 +1,194 @@
+"""kubectl-ome against the real control plane: hand-written InferenceReplica status, both encodings.
+
+No controller runs: the test writes the InferenceService's and the InferenceReplica's status itself,
+then runs the plugin as a subprocess, as `kubectl ome ...` would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ome.framework.client import Client
+from ome.framework.resources import EVENTS, INFERENCE_REPLICAS, INFERENCE_SERVICES, SERVING_RUNTIMES
+from ome.omenative import columnar
+
+Obj = dict[str, Any]
+pytestmark = pytest.mark.usefixtures("ome_crds")
+
+SEED_TABLE = (
+    "COMP     IDX/INC   PHASE   PODS    REVS          AOF   EVIDENCE\n"
+    "engine   0/1       Ready   1/1/1   chat...ne-a   A--   OK\n"
+)
+ROW: Obj = {
+    "index": 0,
+    "incarnation": 1,
+    "phase": "Ready",
+    "runningRevision": "chat-engine-a",
+    "targetRevision": "chat-engine-a",
+    "podCount": 1,
+    "servingPodCount": 1,
+    "availablePodCount": 1,
+    "admitted": True,
+}
+TEMPLATE: Obj = {"spec": {"containers": [{"name": "ome-container", "image": "vllm:1"}]}}
+
+
+async def kubectl_ome(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "ome.kubectl_ome.cli",
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return int(proc.returncode or 0), out.decode(), err.decode()
+
+
+async def make_service(client: Client, ns: str) -> None:
+    await client.create(
+        SERVING_RUNTIMES,
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "ServingRuntime",
+            "metadata": {"name": "vllm", "namespace": ns},
+            "spec": {
+                "containers": [{"name": "ome-container", "image": "vllm:1"}],
+                "engineConfig": {"annotations": {"ome.io/deploymentMode": "OMENative"}},
+            },
+        },
+    )
+    isvc = await client.create(
+        INFERENCE_SERVICES,
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "chat", "namespace": ns},
+            "spec": {"runtime": {"name": "vllm", "kind": "ServingRuntime"}, "engine": {"minReplicas": 1}},
+        },
+    )
+    url = f"http://chat-engine.{ns}.svc.cluster.local"
+    isvc["status"] = {
+        "observedGeneration": 1,
+        "conditions": [
+            {"type": "EngineReady", "status": "True", "reason": "Ready", "lastTransitionTime": _now()},
+            {"type": "Ready", "status": "True", "lastTransitionTime": _now()},
+        ],
+        "components": {"engine": {"url": url}},
+    }
+    await client.update_status(INFERENCE_SERVICES, isvc)
+
+
+async def make_replica(client: Client, ns: str) -> Obj:
+    replica = await client.create(
+        INFERENCE_REPLICAS,
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "InferenceReplica",
+            "metadata": {"name": "chat-engine", "namespace": ns},
+            "spec": {
+                "component": "engine",
+                "parentRef": {"name": "chat"},
+                "replicas": 1,
+                "runners": [{"name": "default", "size": 1, "template": TEMPLATE}],
+            },
+        },
+    )
+    replica["status"] = {
+        "observedGeneration": replica["metadata"]["generation"],
+        "replicas": 1,
+        "readyReplicas": 1,
+        "servingReplicas": 1,
+        "availableReplicas": 1,
+        "updatedReplicas": 1,
+        "currentRevision": "chat-engine-a",
+        "updateRevision": "chat-engine-a",
+        "instanceStatuses": [ROW],
+    }
+    updated: Obj = await client.update_status(INFERENCE_REPLICAS, replica)
+    return updated
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def test_instance_list_reads_both_encodings(client: Client, namespace: str, kubeconfig: Path) -> None:
+    await make_service(client, namespace)
+    replica = await make_replica(client, namespace)
+
+    rc, out, err = await kubectl_ome(kubeconfig, "instance", "list", "chat", "-n", namespace)
+    assert (rc, err) == (0, "")
+    assert out == SEED_TABLE
+
+    status = {k: v for k, v in replica["status"].items() if k != "instanceStatuses"}
+    status["instanceStatusEncoding"] = "ColumnarV2"
+    status["instanceStatusColumns"] = columnar.encode([columnar.canonical_row(ROW)])
+    replica["status"] = status
+    await client.update_status(INFERENCE_REPLICAS, replica)
+    rc, out, err = await kubectl_ome(kubeconfig, "instance", "list", "chat", "-n", namespace)
+    assert (rc, err, out) == (0, "", SEED_TABLE)
+
+    rc, out, _ = await kubectl_ome(kubeconfig, "instance", "list", "chat", "-n", namespace, "-o", "json")
+    assert rc == 0 and '"encoding": "ColumnarV2"' in out
+
+
+async def test_status_and_runtime_effective(client: Client, namespace: str, kubeconfig: Path) -> None:
+    await make_service(client, namespace)
+    await make_replica(client, namespace)
+    await client.create(
+        EVENTS,
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "chat-engine.warn", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": "ome.io/v1beta1",
+                "kind": "InferenceReplica",
+                "name": "chat-engine",
+                "namespace": namespace,
+            },
+            "type": "Warning",
+            "reason": "GangSplitRisk",
+            "message": "pods of Instance 0 may schedule apart",
+            "count": 2,
+            "firstTimestamp": _now(),
+            "lastTimestamp": _now(),
+            "source": {"component": "test"},
+        },
+    )
+
+    rc, out, err = await kubectl_ome(kubeconfig, "status", "chat", "-n", namespace)
+    assert (rc, err) == (0, "")
+    rows = [re.split(r"\s{3,}", line, maxsplit=1) for line in out.splitlines()]
+    assert ["Ready", "True / Valid"] in rows
+    assert ["engine", "True / Valid; OMENative (ComponentAnnotation) reason=Ready"] in rows
+    assert ["engine url", f"http://chat-engine.{namespace}.svc.cluster.local"] in rows
+    assert ["engine instances", "chat-engine evidence=OK encoding=DenseV1 Ready=1"] in rows
+    assert ["Runtime", f"SR/{namespace}/vllm (Explicit)"] in rows
+    assert [
+        "Warning InferenceReplica/chat-engine",
+        "GangSplitRisk x2: pods of Instance 0 may schedule apart",
+    ] in rows
+
+    rc, out, err = await kubectl_ome(kubeconfig, "runtime", "effective", "chat", "-n", namespace)
+    assert (rc, err) == (0, "")
+    assert f"Live      RUNTIME     SR/{namespace}/vllm\n" in out
+    assert "Live      ENGINE      OMENative (ComponentAnnotation)\n" in out
+
+
+async def test_missing_service_is_a_one_line_error(namespace: str, kubeconfig: Path) -> None:
+    rc, out, err = await kubectl_ome(kubeconfig, "status", "nope", "-n", namespace)
+    assert (rc, out) == (1, "")
+    assert err == f'error: InferenceService "nope" not found in namespace "{namespace}"\n'

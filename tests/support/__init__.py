@@ -1,0 +1,1 @@
+"""Test support code shared by unit and e2e tests."""
