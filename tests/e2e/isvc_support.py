@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
-import types
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,62 +22,6 @@ from ome.models import labels as model_labels
 
 Obj = dict[str, Any]
 NODE = "gpu-node-0"
-
-
-def install_fallback_resolvers() -> None:
-    """Until ome.resolution.models/runtimes land (another helper's), resolve as the agreed API says:
-    named runtime (ServingRuntime, then ClusterServingRuntime), else the first runtime whose format
-    matches the model's. The real modules win whenever they exist."""
-    try:
-        import ome.resolution.models  # noqa: F401
-        import ome.resolution.runtimes  # noqa: F401
-
-        return
-    except ModuleNotFoundError:
-        pass
-    import ome.resolution
-    from tests.unit.controllers.inferenceservice import fakes  # defines the agreed dataclasses
-
-    models: Any = sys.modules["ome.resolution.models"]
-    runtimes: Any = sys.modules["ome.resolution.runtimes"]
-
-    def resolve_model(reader: Any, isvc: Obj) -> Any:
-        ref = (isvc.get("spec") or {}).get("model")
-        if not ref:
-            return None
-        ns = isvc["metadata"]["namespace"]
-        kind = ref.get("kind") or "ClusterBaseModel"
-        res = resources.BASE_MODELS if kind == "BaseModel" else resources.CLUSTER_BASE_MODELS
-        obj = reader.get_or_none(res, ref["name"], ns if kind == "BaseModel" else None)
-        if obj is None:
-            raise models.ModelNotFound(f'referenced model "{ref["name"]}" not found in namespace "{ns}"')
-        ready = (obj.get("status") or {}).get("state") == "Ready"
-        return models.ResolvedModel(kind, ref["name"], obj["metadata"].get("namespace"), obj, ready)
-
-    def resolve_runtime(reader: Any, isvc: Obj, model: Any) -> Any:
-        ns = isvc["metadata"]["namespace"]
-        named = ((isvc.get("spec") or {}).get("runtime") or {}).get("name")
-        if named:
-            for res, kind, where in (
-                (resources.SERVING_RUNTIMES, "ServingRuntime", ns),
-                (resources.CLUSTER_SERVING_RUNTIMES, "ClusterServingRuntime", None),
-            ):
-                obj = reader.get_or_none(res, named, where)
-                if obj is not None:
-                    return runtimes.ResolvedRuntime(kind, named, obj, False, [])
-            raise runtimes.RuntimeNotFound(f"runtime {named} not found in namespace {ns} or at cluster scope")
-        fmt = ((model.obj.get("spec") or {}).get("modelFormat") or {}).get("name")
-        for obj in reader.list(resources.CLUSTER_SERVING_RUNTIMES):
-            formats = (obj.get("spec") or {}).get("supportedModelFormats") or []
-            if any((f.get("modelFormat") or {}).get("name") == fmt for f in formats):
-                return runtimes.ResolvedRuntime(
-                    "ClusterServingRuntime", obj["metadata"]["name"], obj, True, []
-                )
-        raise runtimes.NoSupportingRuntime(f"no supporting runtime found for model {model.name}")
-
-    models.resolve_model = resolve_model
-    runtimes.resolve_runtime = resolve_runtime
-    _ = (ome.resolution, fakes, types)
 
 
 def runtime_body(name: str, *, router: bool = False) -> Obj:
@@ -191,7 +133,6 @@ class CountingWriter:
 async def running_manager(
     client: Client, config: InferenceServiceConfig | None = None
 ) -> AsyncIterator[tuple[Controller, CountingWriter]]:
-    install_fallback_resolvers()
     from ome.controllers.inferenceservice import controller as isvc_controller
 
     manager = Manager(

@@ -33,6 +33,7 @@ Obj = dict[str, Any]
 log = structlog.get_logger("ome.controllers.inferenceservice")
 
 RUNTIME_NOT_FOUND: Final = "RuntimeNotFound"
+MODEL_NOT_FOUND: Final = "ModelNotFound"
 CHILD_RESOURCES: Final = (
     resources.DEPLOYMENTS,
     resources.SERVICES,
@@ -108,11 +109,23 @@ class InferenceServiceReconciler:
         return requeue
 
     async def _reconcile_service(self, isvc: Obj, now: datetime) -> None:
-        model = models.resolve_model(self._reader, isvc)  # ModelNotFound: retried with backoff
+        try:
+            model = models.resolve_model(self._reader, isvc)
+        except models.ModelNotFound as exc:
+            # The webhook rejects this at create; a model deleted later lands here. Retried with backoff,
+            # and the model's own watch requeues the service when it comes back.
+            self._recorder.event(isvc, "Warning", MODEL_NOT_FOUND, exc.message)
+            raise
         try:
             runtime = runtimes.resolve_runtime(self._reader, isvc, model)
-        except (runtimes.RuntimeNotFound, runtimes.NoSupportingRuntime) as exc:
-            await self._runtime_unresolved(isvc, str(exc), has_model=model is not None, now=now)
+        except runtimes.NoSupportingRuntime as exc:
+            # The condition carries the selector's own reason; the event the full sentence.
+            await self._runtime_unresolved(
+                isvc, exc.message, condition=exc.detail, has_model=model is not None, now=now
+            )
+            return
+        except models.ResolutionError as exc:  # not found, disabled, model without a format
+            await self._runtime_unresolved(isvc, exc.message, has_model=model is not None, now=now)
             return
         source = ModelSource.from_object(model.kind, model.obj) if model is not None else None
         found = overlays.resolve(self._reader, isvc) if model is not None else overlays.OverlayResult((), ())
@@ -149,10 +162,12 @@ class InferenceServiceReconciler:
         log.info("Deleted InferenceService after its TTL", ttl_seconds=seconds)
         self._recorder.event(isvc, "Normal", ttl.EVENT_REASON, ttl.message(seconds))
 
-    async def _runtime_unresolved(self, isvc: Obj, message: str, *, has_model: bool, now: datetime) -> None:
+    async def _runtime_unresolved(
+        self, isvc: Obj, message: str, *, has_model: bool, now: datetime, condition: str | None = None
+    ) -> None:
         log.warning("Runtime not resolved; leaving the workloads as they are", error=message)
         self._recorder.event(isvc, "Warning", RUNTIME_NOT_FOUND, message)
-        observed = status.Observed(plans=None, runtime_error=message, has_model=has_model)
+        observed = status.Observed(plans=None, runtime_error=condition or message, has_model=has_model)
         computed = status.compute(isvc, observed, self._config, _rfc3339(now))
         computed.pop("modelStatus", None)  # nothing new is known about the model: keep what is there
         if has_model and (old := (isvc.get("status") or {}).get("modelStatus")) is not None:

@@ -1,4 +1,4 @@
-"""In-memory stand-ins for the cache and the API writer, and stubs of the model/runtime resolvers.
+"""In-memory stand-ins for the cache and the API writer.
 
 `FakeWorld` is both: applies land in its store (as the apiserver would keep them), reads come from it,
 and every write is counted, so a test can assert that a second, no-op reconcile writes nothing.
@@ -7,62 +7,13 @@ and every write is counted, so a test can assert that a second, no-op reconcile 
 from __future__ import annotations
 
 import copy
-import sys
-import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ome.framework import errors
 from ome.framework.resources import Resource
 
 Obj = dict[str, Any]
-
-
-def _install_resolver_stubs() -> None:
-    """The webhook helper owns ome.resolution.models/runtimes; until they land, stub the agreed API."""
-    try:
-        import ome.resolution.models  # noqa: F401
-        import ome.resolution.runtimes  # noqa: F401
-    except ModuleNotFoundError:
-        pass
-    else:
-        return
-
-    @dataclass
-    class ResolvedModel:
-        kind: str
-        name: str
-        namespace: str | None
-        obj: Obj
-        ready: bool
-
-    @dataclass
-    class ResolvedRuntime:
-        kind: str
-        name: str
-        obj: Obj
-        auto_selected: bool
-        warnings: list[str] = field(default_factory=list)
-
-    models = types.ModuleType("ome.resolution.models")
-    models.ResolvedModel = ResolvedModel  # type: ignore[attr-defined]
-    models.ModelNotFound = type("ModelNotFound", (Exception,), {})  # type: ignore[attr-defined]
-    models.resolve_model = lambda reader, isvc: None  # type: ignore[attr-defined]
-    runtimes = types.ModuleType("ome.resolution.runtimes")
-    runtimes.ResolvedRuntime = ResolvedRuntime  # type: ignore[attr-defined]
-    runtimes.RuntimeNotFound = type("RuntimeNotFound", (Exception,), {})  # type: ignore[attr-defined]
-    runtimes.NoSupportingRuntime = type("NoSupportingRuntime", (Exception,), {})  # type: ignore[attr-defined]
-    runtimes.resolve_runtime = lambda reader, isvc, model: None  # type: ignore[attr-defined]
-    sys.modules["ome.resolution.models"] = models
-    sys.modules["ome.resolution.runtimes"] = runtimes
-    import ome.resolution
-
-    ome.resolution.models = models  # type: ignore[attr-defined]
-    ome.resolution.runtimes = runtimes  # type: ignore[attr-defined]
-
-
-_install_resolver_stubs()
 
 
 def _key(res: Resource, name: str, namespace: str | None) -> tuple[str, str, str]:

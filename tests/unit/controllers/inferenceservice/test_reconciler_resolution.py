@@ -1,0 +1,93 @@
+"""The reconciler with the real model and runtime resolution: every unresolvable reference is reported."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.inferenceservice import reconciler as rec
+from ome.framework import resources as r
+from ome.framework.reconcile import Request
+from ome.resolution import models
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld
+from tests.unit.resolution import builders
+
+Obj = dict[str, Any]
+REQ = Request("demo", "llama")
+
+
+def _reconciler(world: FakeWorld, recorder: FakeRecorder) -> rec.InferenceServiceReconciler:
+    return rec.InferenceServiceReconciler(
+        reader=world,
+        writer=world,
+        recorder=recorder,  # type: ignore[arg-type]
+        config=InferenceServiceConfig(),
+        clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+
+def _model() -> Obj:
+    obj = builders.model()
+    obj["spec"]["modelFramework"] = {"name": "transformers"}
+    return obj
+
+
+def _runtime_ready(world: FakeWorld) -> Obj:
+    obj = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert obj is not None
+    return next(c for c in obj["status"]["conditions"] if c["type"] == "RuntimeReady")
+
+
+async def test_auto_selected_runtime_renders_the_engine() -> None:
+    world, recorder = FakeWorld(), FakeRecorder()
+    world.put(r.CLUSTER_BASE_MODELS, _model())
+    world.put(r.CLUSTER_SERVING_RUNTIMES, builders.runtime())
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    await _reconciler(world, recorder).reconcile(REQ)
+    assert world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") is not None
+    assert _runtime_ready(world)["status"] == "True"
+
+
+async def test_no_supporting_runtime_sets_condition_with_the_selectors_reason() -> None:
+    world, recorder = FakeWorld(), FakeRecorder()
+    world.put(r.CLUSTER_BASE_MODELS, _model())
+    other = builders.runtime()
+    other["spec"]["supportedModelFormats"][0]["modelFormat"]["name"] = "gguf"
+    world.put(r.CLUSTER_SERVING_RUNTIMES, other)
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    await _reconciler(world, recorder).reconcile(REQ)
+    cond = _runtime_ready(world)
+    assert (cond["status"], cond["reason"]) == ("False", "RuntimeNotFound")
+    assert not cond["message"].startswith("no supporting runtime")  # the detail, not the whole sentence
+    assert cond["message"]
+    [(kind, reason, message)] = recorder.events
+    assert (kind, reason) == ("Warning", "RuntimeNotFound")
+    assert message.startswith("no supporting runtime found for model llama-3-2-1b-instruct")
+    assert world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") is None
+
+
+async def test_disabled_named_runtime_is_reported_not_raised() -> None:
+    world, recorder = FakeWorld(), FakeRecorder()
+    world.put(r.CLUSTER_BASE_MODELS, _model())
+    disabled = builders.runtime()
+    disabled["spec"]["disabled"] = True
+    world.put(r.CLUSTER_SERVING_RUNTIMES, disabled)
+    world.put(r.INFERENCE_SERVICES, builders.isvc(runtime="vllm-llama"))
+    await _reconciler(world, recorder).reconcile(REQ)
+    cond = _runtime_ready(world)
+    assert (cond["status"], cond["reason"]) == ("False", "RuntimeNotFound")
+    assert "disabled" in cond["message"]
+
+
+async def test_missing_model_records_an_event_and_retries() -> None:
+    world, recorder = FakeWorld(), FakeRecorder()
+    world.put(r.CLUSTER_SERVING_RUNTIMES, builders.runtime())
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    with pytest.raises(models.ModelNotFound):
+        await _reconciler(world, recorder).reconcile(REQ)
+    [(kind, reason, message)] = recorder.events
+    assert (kind, reason) == ("Warning", "ModelNotFound")
+    assert message.startswith('referenced model "llama-3-2-1b-instruct" not found in namespace "demo"')
