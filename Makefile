@@ -26,7 +26,7 @@ lint: venv
 	.venv/bin/mypy
 
 run:
-	bash hack/run.sh
+	bash hack/run.sh $(ARGS)
 
 cluster-up: venv
 	.venv/bin/ome-dev cluster up --state-dir $(STATE_DIR)

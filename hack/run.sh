@@ -1,16 +1,9 @@
 #!/usr/bin/env bash
-# `make run`: sets everything up and runs the manager against a local simulated GPU cluster.
-# KUBECONFIG_OVERRIDE=path runs against an existing cluster instead (kind, or a real one).
+# `make run`: sets everything up and serves the sample model on a local simulated GPU cluster
+# (see ome/cmd/demo.py). Extra arguments go to the demo, e.g. `make run ARGS=--exit-when-ready`;
+# `--kubeconfig PATH` uses an existing cluster (kind, or a real one) instead of the local one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash hack/setup-venv.sh
-state=${OME_DEV_STATE_DIR:-$HOME/.cache/ome/devcluster}
-if [ -n "${KUBECONFIG_OVERRIDE:-}" ]; then
-  kubeconfig=$KUBECONFIG_OVERRIDE
-else
-  kubeconfig=$(.venv/bin/ome-dev cluster up --state-dir "$state")
-  echo "local cluster: kubectl --kubeconfig $kubeconfig get nodes   (stop it with: make cluster-down)"
-fi
-.venv/bin/python -m ome.crds_install --kubeconfig "$kubeconfig" 2>/dev/null || true
-exec .venv/bin/ome-manager --kubeconfig "$kubeconfig" --leader-elect \
-  --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081 "$@"
+bash ome/devcluster/build_control_plane.sh
+exec .venv/bin/python -m ome.cmd.demo "$@"

@@ -73,13 +73,18 @@ async def run(args: argparse.Namespace) -> int:
             leader_election=election, webhook_server=webhook,
         ))
         wiring.add_controllers(manager, settings)
+        registered: list[wiring.Registration] = []
         if webhook is not None:
             wiring.add_webhooks(webhook, manager, settings)
             if args.webhook_self_register:
+                cert_dir = Path(args.webhook_cert_dir)
                 manager.add_runnable(
-                    lambda: wiring.self_register_webhooks(client, webhook, Path(args.webhook_cert_dir)),
+                    lambda: wiring.self_register_webhooks(client, webhook, cert_dir, registered),
                     needs_leader_election=False)
-        await manager.run()
+        try:
+            await manager.run()
+        finally:
+            await wiring.unregister_webhooks(client, registered)
         return 0
     finally:
         await client.close()

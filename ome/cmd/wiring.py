@@ -16,9 +16,10 @@ from ome.framework.client import Client
 from ome.framework.manager import Manager
 from ome.framework.webhook_server import WebhookServer
 from ome.omenative.settings import InferenceReplicaSettings
+from ome.webhooks.self_register import Registration
 
-__all__ = ["ConfigError", "Settings", "add_controllers", "add_webhooks", "load_settings",
-           "self_register_webhooks", "write_self_signed_certs"]
+__all__ = ["ConfigError", "Registration", "Settings", "add_controllers", "add_webhooks", "load_settings",
+           "self_register_webhooks", "unregister_webhooks", "write_self_signed_certs"]
 
 log = structlog.get_logger("setup")
 
@@ -74,10 +75,23 @@ def write_self_signed_certs(cert_dir: Path) -> None:
     certs.write_pem(cert_dir / "ca.crt", ca_crt)
 
 
-async def self_register_webhooks(client: Client, server: WebhookServer, cert_dir: Path) -> None:
+async def self_register_webhooks(
+    client: Client, server: WebhookServer, cert_dir: Path, registered: list[Registration]
+) -> None:
+    """Once the server listens, point the apiserver at it; the registration is appended to `registered`."""
     from ome.webhooks import self_register  # noqa: PLC0415
 
     await server.wait_ready()
     ca = (cert_dir / "ca.crt").read_bytes()
-    await self_register.register(client, port=server.port, ca_bundle=ca)
+    registered.append(await self_register.register(client, port=server.port, ca_bundle=ca))
     log.info("webhook configurations registered", url=f"https://127.0.0.1:{server.port}")
+
+
+async def unregister_webhooks(client: Client, registered: list[Registration]) -> None:
+    """On shutdown: remove the configurations that still point at this process."""
+    from ome.webhooks import self_register  # noqa: PLC0415
+
+    for registration in registered:
+        await self_register.unregister(client, registration, only_if_ours=True)
+    if registered:
+        log.info("webhook configurations removed")

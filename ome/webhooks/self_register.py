@@ -10,6 +10,7 @@ webhooks they registered.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,10 +62,27 @@ async def register(
     return Registration(name, ca_bundle)
 
 
-async def unregister(client: Client, registration: Registration) -> None:
-    """Delete both configurations; already gone is fine."""
+async def unregister(client: Client, registration: Registration, *, only_if_ours: bool = False) -> None:
+    """Delete both configurations; already gone is fine.
+
+    With only_if_ours, a configuration another process has since re-registered (a different caBundle)
+    is left alone: a stopping manager must not cut off the one still serving.
+    """
     for res in (resources.MUTATING_WEBHOOK_CONFIGURATIONS, resources.VALIDATING_WEBHOOK_CONFIGURATIONS):
         try:
-            await client.delete(res, registration.name)
-        except errors.NotFound:
+            if only_if_ours:
+                current = await client.get(res, registration.name)
+                if not _uses_ca(current, registration.ca_bundle):
+                    continue
+                version = current["metadata"]["resourceVersion"]
+                await client.delete(res, registration.name, resource_version=version)
+            else:
+                await client.delete(res, registration.name)
+        except (errors.NotFound, errors.Conflict):
             pass
+
+
+def _uses_ca(configuration: Mapping[str, Any], ca_bundle: bytes) -> bool:
+    expected = base64.b64encode(ca_bundle).decode()
+    hooks = configuration.get("webhooks") or []
+    return bool(hooks) and all((h.get("clientConfig") or {}).get("caBundle") == expected for h in hooks)
