@@ -51,7 +51,7 @@ async def test_crd_established_and_custom_object_round_trips(client: Client, nam
 
     async def established() -> bool:
         crd = await client.get(CRDS, "widgets.smoke.ome.io")
-        conds = crd.get("status", {}).get("conditions", [])
+        conds = (crd.get("status") or {}).get("conditions") or []
         return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
 
     await _eventually(established)
@@ -92,7 +92,7 @@ async def test_gpu_pod_scheduled_running_ready_and_oversized_pod_pending(client:
 
     async def fits_ready() -> dict[str, Any] | None:
         for pod in await _pods(client, namespace, "fits"):
-            conds = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions", [])}
+            conds = {c["type"]: c["status"] for c in (pod.get("status") or {}).get("conditions") or []}
             if pod["status"].get("phase") == "Running" and conds.get("Ready") == "True":
                 return pod
         return None
@@ -102,7 +102,7 @@ async def test_gpu_pod_scheduled_running_ready_and_oversized_pod_pending(client:
 
     async def unschedulable() -> dict[str, Any] | None:
         for p in await _pods(client, namespace, "too-big"):
-            for c in p.get("status", {}).get("conditions", []):
+            for c in (p.get("status") or {}).get("conditions") or []:
                 if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") == "Unschedulable":
                     return p
         return None

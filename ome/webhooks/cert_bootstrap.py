@@ -1,0 +1,265 @@
+"""A self-signed serving certificate for the in-cluster webhook server, without cert-manager.
+
+controller-runtime's "cert rotator" pattern, kept small. Every replica, at startup and then hourly:
+
+1. reads the kubernetes.io/tls Secret; when it is missing, does not name `<service>.<ns>.svc` (and
+   `.cluster.local`), expires within 30 days or is otherwise unusable, generates a CA and a serving
+   certificate and writes the Secret (create, or update under a resourceVersion precondition). The
+   replica that loses the race re-reads and uses the winner's Secret, so all replicas serve one pair;
+2. writes tls.crt, tls.key and ca.crt into the cert dir (atomically, only when changed), where the
+   WebhookServer picks them up;
+3. sets every webhook's caBundle in the Mutating- and ValidatingWebhookConfiguration (a merge patch
+   under a resourceVersion precondition, only when something differs).
+
+A replaced CA stays in ca.crt next to the new one until it expires, so replicas still serving the old
+pair (until their next refresh) keep passing the apiserver's verification during a rotation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import datetime
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import structlog
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from ome.framework import certs, errors, resources
+from ome.framework.client import PatchType
+from ome.framework.resources import Resource
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+RENEW_BEFORE: Final = datetime.timedelta(days=30)
+REFRESH_INTERVAL: Final = 3600.0
+MAX_ATTEMPTS: Final = 5
+CERT_KEY: Final = "tls.crt"
+KEY_KEY: Final = "tls.key"
+CA_KEY: Final = "ca.crt"
+SECRET_TYPE: Final = "kubernetes.io/tls"
+CONFIGURATIONS: Final = (resources.MUTATING_WEBHOOK_CONFIGURATIONS, resources.VALIDATING_WEBHOOK_CONFIGURATIONS)
+
+
+class Api(Protocol):
+    """The part of ome.framework.client.Client used here (tests pass an in-memory fake)."""
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj: ...
+
+    async def create(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj: ...
+
+    async def update(self, res: Resource, obj: Obj) -> Obj: ...
+
+    async def patch(
+        self, res: Resource, name: str, patch: Obj | list[Obj], namespace: str | None = None,
+        *, patch_type: PatchType = "merge",
+    ) -> Obj: ...
+
+
+# -- pure parts ------------------------------------------------------------------------------------
+
+
+def service_dns_names(service_name: str, namespace: str) -> tuple[str, str]:
+    return f"{service_name}.{namespace}.svc", f"{service_name}.{namespace}.svc.cluster.local"
+
+
+def covers(cert_pem: bytes, dns_names: Sequence[str]) -> bool:
+    """Whether every name is among the certificate's DNS SANs (exactly, case-insensitively)."""
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return False
+    present = {name.lower() for name in san.get_values_for_type(x509.DNSName)}
+    return all(name.lower() in present for name in dns_names)
+
+
+def expires_within(cert_pem: bytes, window: datetime.timedelta, now: datetime.datetime) -> bool:
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    return cert.not_valid_after_utc - now < window
+
+
+def secret_material(secret: Mapping[str, Any]) -> dict[str, bytes] | None:
+    """tls.crt, tls.key and ca.crt decoded from the Secret's data; None when one is missing or garbled."""
+    data = secret.get("data") or {}
+    try:
+        material = {key: base64.b64decode(data[key], validate=True) for key in (CERT_KEY, KEY_KEY, CA_KEY)}
+    except (KeyError, TypeError, ValueError, binascii.Error):
+        return None
+    return material if all(material.values()) else None
+
+
+def secret_problem(
+    secret: Mapping[str, Any], dns_names: Sequence[str], now: datetime.datetime
+) -> str | None:
+    """Why the Secret cannot serve the webhook (None when it can)."""
+    material = secret_material(secret)
+    if material is None:
+        return "missing or undecodable tls.crt, tls.key or ca.crt"
+    try:
+        cert = x509.load_pem_x509_certificate(material[CERT_KEY])
+        key = serialization.load_pem_private_key(material[KEY_KEY], password=None)
+        cas = x509.load_pem_x509_certificates(material[CA_KEY])
+    except ValueError as exc:
+        return f"unparseable certificate material: {exc}"
+    if key.public_key() != cert.public_key():
+        return "tls.key does not match tls.crt"
+    if _issuer_of(cert, cas) is None:
+        return "tls.crt is not issued by a CA in ca.crt"
+    if not covers(material[CERT_KEY], dns_names):
+        return f"certificate does not cover {', '.join(dns_names)}"
+    if expires_within(material[CERT_KEY], RENEW_BEFORE, now):
+        return f"certificate expires {cert.not_valid_after_utc.isoformat()}"
+    return None
+
+
+def build_secret_data(
+    cert_pem: bytes, key_pem: bytes, ca_pem: bytes, *, previous: Mapping[str, bytes] | None = None,
+    now: datetime.datetime,
+) -> dict[str, str]:
+    """The Secret's data; ca.crt also keeps the CA that issued the previous tls.crt while it is valid."""
+    bundle = ca_pem
+    if previous is not None:
+        old = _previous_ca(previous, now)
+        if old is not None and old not in bundle:
+            bundle = bundle + old
+    return {key: base64.b64encode(value).decode("ascii")
+            for key, value in ((CERT_KEY, cert_pem), (KEY_KEY, key_pem), (CA_KEY, bundle))}
+
+
+def build_secret(name: str, namespace: str, data: Mapping[str, str]) -> Obj:
+    return {"apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE,
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "ome-manager"}},
+            "data": dict(data)}
+
+
+def patched_webhooks(webhooks: Sequence[Mapping[str, Any]], ca_bundle: bytes) -> list[Obj] | None:
+    """The webhooks list with every caBundle set to `ca_bundle`; None when all of them already are."""
+    encoded = base64.b64encode(ca_bundle).decode("ascii")
+    if all((hook.get("clientConfig") or {}).get("caBundle") == encoded for hook in webhooks):
+        return None
+    return [{**hook, "clientConfig": {**(hook.get("clientConfig") or {}), "caBundle": encoded}}
+            for hook in webhooks]
+
+
+def _issuer_of(cert: x509.Certificate, cas: Sequence[x509.Certificate]) -> x509.Certificate | None:
+    for ca in cas:
+        try:
+            cert.verify_directly_issued_by(ca)
+        except (ValueError, TypeError, Exception):  # noqa: B014 - InvalidSignature is a plain Exception
+            continue
+        return ca
+    return None
+
+
+def _previous_ca(previous: Mapping[str, bytes], now: datetime.datetime) -> bytes | None:
+    try:
+        cert = x509.load_pem_x509_certificate(previous[CERT_KEY])
+        ca = _issuer_of(cert, x509.load_pem_x509_certificates(previous[CA_KEY]))
+    except (KeyError, ValueError):
+        return None
+    if ca is None or ca.not_valid_after_utc <= now:
+        return None
+    return ca.public_bytes(serialization.Encoding.PEM)
+
+
+# -- I/O -------------------------------------------------------------------------------------------
+
+
+async def ensure_serving_certificate(
+    client: Api, *, namespace: str, secret_name: str, service_name: str, cert_dir: str | Path,
+    configuration_name: str,
+) -> bytes:
+    """Make the Secret, the cert dir and both configurations' caBundle agree; returns the CA bundle."""
+    dns_names = service_dns_names(service_name, namespace)
+    material = await _ensure_secret(client, namespace, secret_name, dns_names)
+    _write_files(Path(cert_dir), material)
+    for res in CONFIGURATIONS:
+        await _ensure_ca_bundle(client, res, configuration_name, material[CA_KEY])
+    return material[CA_KEY]
+
+
+async def refresh_periodically(client: Api, *, interval: float = REFRESH_INTERVAL, **kwargs: Any) -> None:
+    """Re-run ensure_serving_certificate every `interval` seconds (a manager runnable); errors are logged."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await ensure_serving_certificate(client, **kwargs)
+        except (errors.ApiError, OSError, RuntimeError) as exc:
+            log.warning("webhook certificate refresh failed; retrying later", error=str(exc))
+
+
+async def _ensure_secret(
+    client: Api, namespace: str, name: str, dns_names: Sequence[str]
+) -> dict[str, bytes]:
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            current: Obj | None = await client.get(resources.SECRETS, name, namespace)
+        except errors.NotFound:
+            current = None
+        now = datetime.datetime.now(datetime.UTC)
+        if current is not None:
+            problem = secret_problem(current, dns_names, now)
+            if problem is None:
+                material = secret_material(current)
+                assert material is not None
+                return material
+            log.info("replacing webhook serving certificate", secret=name, reason=problem)
+        previous = secret_material(current) if current is not None else None
+        data = await asyncio.to_thread(_generate, dns_names, previous, now)
+        try:
+            if current is None:
+                await client.create(resources.SECRETS, build_secret(name, namespace, data), namespace)
+            else:
+                await client.update(resources.SECRETS, {**current, "data": data})
+        except (errors.AlreadyExists, errors.Conflict):
+            log.info("another replica wrote the webhook certificate; re-reading", secret=name)
+            continue
+        log.info("webhook serving certificate written", secret=name, dns_names=list(dns_names))
+        return {key: base64.b64decode(value) for key, value in data.items()}
+    raise RuntimeError(f"Secret {namespace}/{name} kept changing; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def _generate(
+    dns_names: Sequence[str], previous: Mapping[str, bytes] | None, now: datetime.datetime
+) -> dict[str, str]:
+    ca_pem, ca_key = certs.generate_ca(f"ome-webhook-ca@{int(time.time())}")
+    cert_pem, key_pem = certs.generate_serving_cert(ca_pem, ca_key, dns_names[0], dns_names=dns_names)
+    return build_secret_data(cert_pem, key_pem, ca_pem, previous=previous, now=now)
+
+
+def _write_files(cert_dir: Path, material: Mapping[str, bytes]) -> None:
+    """Key before certificate (the server reloads on either); unchanged files are not rewritten."""
+    for key in (KEY_KEY, CERT_KEY, CA_KEY):
+        path = cert_dir / key
+        if not path.exists() or path.read_bytes() != material[key]:
+            certs.write_pem(path, material[key], private=key == KEY_KEY)
+
+
+async def _ensure_ca_bundle(client: Api, res: Resource, name: str, ca_bundle: bytes) -> None:
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            current = await client.get(res, name)
+        except errors.NotFound:
+            log.warning("webhook configuration not found; caBundle not set", kind=res.kind, name=name)
+            return
+        webhooks = patched_webhooks(current.get("webhooks") or [], ca_bundle)
+        if webhooks is None:
+            return
+        version = current["metadata"]["resourceVersion"]
+        patch: Obj = {"metadata": {"resourceVersion": version}, "webhooks": webhooks}
+        try:
+            await client.patch(res, name, patch, patch_type="merge")
+        except errors.Conflict:
+            continue
+        log.info("webhook caBundle set", kind=res.kind, name=name, webhooks=len(webhooks))
+        return
+    raise RuntimeError(f"{res.kind} {name} kept changing; gave up after {MAX_ATTEMPTS} attempts")
