@@ -17,11 +17,13 @@ from pathlib import Path
 import structlog
 
 from ome.cmd import wiring
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.leaderelection import LeaderElectionConfig
 from ome.framework.log_setup import configure_logging
 from ome.framework.manager import Manager, ManagerOptions
 from ome.framework.webhook_server import WebhookServer
+from ome.webhooks import cert_bootstrap, registry
 
 log = structlog.get_logger("setup")
 
@@ -37,10 +39,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--webhook-port", type=int, default=9443, help="0 disables the webhook server")
     p.add_argument("--webhook-host", default="0.0.0.0", help="address the webhook server binds")
     p.add_argument("--webhook-cert-dir", default=DEFAULT_CERT_DIR, help="holds tls.crt and tls.key")
-    p.add_argument("--webhook-self-register", action="store_true",
-                   help="outside a cluster: generate a CA and a 127.0.0.1 serving certificate and "
-                        "register the webhook configurations with url https://127.0.0.1:<port>/... "
-                        "and that caBundle")
+    # Where the serving certificate comes from: a mounted Secret (cert-manager), self-registration
+    # (outside a cluster) or the in-cluster bootstrap; the last two exclude each other (exit 2).
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--webhook-self-register", action="store_true",
+                        help="outside a cluster: generate a CA and a 127.0.0.1 serving certificate and "
+                             "register the webhook configurations with url https://127.0.0.1:<port>/... "
+                             "and that caBundle")
+    source.add_argument("--webhook-cert-bootstrap", action="store_true",
+                        help="in a cluster without cert-manager: keep a self-signed serving certificate "
+                             "in the --webhook-cert-secret Secret, write it to --webhook-cert-dir and set "
+                             "the webhook configurations' caBundle")
+    p.add_argument("--webhook-service-name", default=registry.SERVICE_NAME,
+                   help="the webhook server's Service (its DNS names go into the bootstrapped certificate)")
+    p.add_argument("--webhook-cert-secret", default=cert_bootstrap.DEFAULT_SECRET_NAME,
+                   help="Secret of the bootstrapped certificate (the generated Role names the default)")
     p.add_argument("--leader-elect", action="store_true", help="run controllers only while holding the Lease")
     p.add_argument("--leader-election-id", default=LEADER_ELECTION_ID)
     p.add_argument("--leader-election-namespace", default=None, help="default: the config namespace")
@@ -60,6 +73,13 @@ async def run(args: argparse.Namespace) -> int:
             log.error(str(exc))
             print(f"ome-manager: {exc}", file=sys.stderr)
             return 1
+        if args.webhook_cert_bootstrap and args.webhook_port != 0:
+            try:
+                await cert_bootstrap.ensure_serving_certificate(client, **_bootstrap_options(args))
+            except (errors.ApiError, OSError, RuntimeError) as exc:
+                log.error("webhook certificate bootstrap failed", error=str(exc))
+                print(f"ome-manager: webhook certificate bootstrap failed: {exc}", file=sys.stderr)
+                return 1
         webhook = _webhook_server(args)
         election = None
         if args.leader_elect:
@@ -81,6 +101,10 @@ async def run(args: argparse.Namespace) -> int:
                 manager.add_runnable(
                     lambda: wiring.self_register_webhooks(client, webhook, cert_dir, registered),
                     needs_leader_election=False)
+            if args.webhook_cert_bootstrap:
+                options = _bootstrap_options(args)
+                manager.add_runnable(lambda: cert_bootstrap.refresh_periodically(client, **options),
+                                     needs_leader_election=False)
         try:
             await manager.run()
         finally:
@@ -88,6 +112,14 @@ async def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         await client.close()
+
+
+def _bootstrap_options(args: argparse.Namespace) -> cert_bootstrap.Options:
+    return cert_bootstrap.Options(
+        namespace=args.config_namespace, secret_name=args.webhook_cert_secret,
+        service_name=args.webhook_service_name, cert_dir=args.webhook_cert_dir,
+        configuration_name=registry.CONFIGURATION_NAME,
+    )
 
 
 def _webhook_server(args: argparse.Namespace) -> WebhookServer | None:

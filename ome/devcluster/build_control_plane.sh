@@ -16,7 +16,9 @@ mkdir -p "$bin" "$root/src"
 log() { printf '[build-control-plane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 has_version() { # binary, expected substring
-  [ -x "$bin/$1" ] && "$bin/$1" --version 2>/dev/null | grep -qF -- "$2"
+  local flag=(--version)
+  [ "$1" = kubectl ] && flag=(version --client)  # kubectl has no --version
+  [ -x "$bin/$1" ] && "$bin/$1" "${flag[@]}" 2>/dev/null | grep -qF -- "$2"
 }
 
 # Rewrites a module's go.mod replace block for use from a wrapper module: local staging paths

@@ -21,13 +21,13 @@ import asyncio
 import base64
 import binascii
 import datetime
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypedDict
 
 import structlog
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
 from ome.framework import certs, errors, resources
@@ -38,6 +38,7 @@ log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
 
+DEFAULT_SECRET_NAME: Final = "ome-webhook-server-cert"
 RENEW_BEFORE: Final = datetime.timedelta(days=30)
 REFRESH_INTERVAL: Final = 3600.0
 MAX_ATTEMPTS: Final = 5
@@ -45,7 +46,20 @@ CERT_KEY: Final = "tls.crt"
 KEY_KEY: Final = "tls.key"
 CA_KEY: Final = "ca.crt"
 SECRET_TYPE: Final = "kubernetes.io/tls"
-CONFIGURATIONS: Final = (resources.MUTATING_WEBHOOK_CONFIGURATIONS, resources.VALIDATING_WEBHOOK_CONFIGURATIONS)
+CONFIGURATIONS: Final = (
+    resources.MUTATING_WEBHOOK_CONFIGURATIONS,
+    resources.VALIDATING_WEBHOOK_CONFIGURATIONS,
+)
+
+
+class Options(TypedDict):
+    """ensure_serving_certificate's keyword arguments, as the manager passes them."""
+
+    namespace: str
+    secret_name: str
+    service_name: str
+    cert_dir: str | Path
+    configuration_name: str
 
 
 class Api(Protocol):
@@ -109,10 +123,13 @@ def secret_problem(
         cas = x509.load_pem_x509_certificates(material[CA_KEY])
     except ValueError as exc:
         return f"unparseable certificate material: {exc}"
-    if key.public_key() != cert.public_key():
+    if _public_der(key.public_key()) != _public_der(cert.public_key()):
         return "tls.key does not match tls.crt"
-    if _issuer_of(cert, cas) is None:
+    issuer = _issuer_of(cert, cas)
+    if issuer is None:
         return "tls.crt is not issued by a CA in ca.crt"
+    if issuer.not_valid_after_utc - now < RENEW_BEFORE:
+        return f"CA expires {issuer.not_valid_after_utc.isoformat()}"
     if not covers(material[CERT_KEY], dns_names):
         return f"certificate does not cover {', '.join(dns_names)}"
     if expires_within(material[CERT_KEY], RENEW_BEFORE, now):
@@ -154,10 +171,15 @@ def _issuer_of(cert: x509.Certificate, cas: Sequence[x509.Certificate]) -> x509.
     for ca in cas:
         try:
             cert.verify_directly_issued_by(ca)
-        except (ValueError, TypeError, Exception):  # noqa: B014 - InvalidSignature is a plain Exception
+        except (ValueError, TypeError, InvalidSignature):
             continue
         return ca
     return None
+
+
+def _public_der(key: Any) -> bytes:
+    der: bytes = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return der
 
 
 def _previous_ca(previous: Mapping[str, bytes], now: datetime.datetime) -> bytes | None:
@@ -187,12 +209,22 @@ async def ensure_serving_certificate(
     return material[CA_KEY]
 
 
-async def refresh_periodically(client: Api, *, interval: float = REFRESH_INTERVAL, **kwargs: Any) -> None:
-    """Re-run ensure_serving_certificate every `interval` seconds (a manager runnable); errors are logged."""
+async def refresh_periodically(
+    client: Api, *, namespace: str, secret_name: str, service_name: str, cert_dir: str | Path,
+    configuration_name: str, interval: float = REFRESH_INTERVAL,
+) -> None:
+    """Re-run ensure_serving_certificate every `interval` seconds (a manager runnable); errors are logged.
+
+    This renews before expiry, follows a rotation by another replica and sets the caBundle of
+    configurations created after startup.
+    """
     while True:
         await asyncio.sleep(interval)
         try:
-            await ensure_serving_certificate(client, **kwargs)
+            await ensure_serving_certificate(
+                client, namespace=namespace, secret_name=secret_name, service_name=service_name,
+                cert_dir=cert_dir, configuration_name=configuration_name,
+            )
         except (errors.ApiError, OSError, RuntimeError) as exc:
             log.warning("webhook certificate refresh failed; retrying later", error=str(exc))
 
@@ -231,7 +263,7 @@ async def _ensure_secret(
 def _generate(
     dns_names: Sequence[str], previous: Mapping[str, bytes] | None, now: datetime.datetime
 ) -> dict[str, str]:
-    ca_pem, ca_key = certs.generate_ca(f"ome-webhook-ca@{int(time.time())}")
+    ca_pem, ca_key = certs.generate_ca(f"ome-webhook-ca@{int(now.timestamp())}")
     cert_pem, key_pem = certs.generate_serving_cert(ca_pem, ca_key, dns_names[0], dns_names=dns_names)
     return build_secret_data(cert_pem, key_pem, ca_pem, previous=previous, now=now)
 
