@@ -27,7 +27,7 @@ from typing import Any, Final, Protocol, TypedDict
 
 import structlog
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
 from ome.framework import certs, errors, resources
@@ -121,7 +121,7 @@ def secret_problem(
         cert = x509.load_pem_x509_certificate(material[CERT_KEY])
         key = serialization.load_pem_private_key(material[KEY_KEY], password=None)
         cas = x509.load_pem_x509_certificates(material[CA_KEY])
-    except ValueError as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         return f"unparseable certificate material: {exc}"
     if _public_der(key.public_key()) != _public_der(cert.public_key()):
         return "tls.key does not match tls.crt"
@@ -225,8 +225,8 @@ async def refresh_periodically(
                 client, namespace=namespace, secret_name=secret_name, service_name=service_name,
                 cert_dir=cert_dir, configuration_name=configuration_name,
             )
-        except (errors.ApiError, OSError, RuntimeError) as exc:
-            log.warning("webhook certificate refresh failed; retrying later", error=str(exc))
+        except Exception as exc:  # the webhook keeps serving the current pair; the next round retries
+            log.warning("webhook certificate refresh failed; retrying later", exc_info=exc)
 
 
 async def _ensure_secret(
@@ -264,7 +264,9 @@ def _generate(
     dns_names: Sequence[str], previous: Mapping[str, bytes] | None, now: datetime.datetime
 ) -> dict[str, str]:
     ca_pem, ca_key = certs.generate_ca(f"ome-webhook-ca@{int(now.timestamp())}")
-    cert_pem, key_pem = certs.generate_serving_cert(ca_pem, ca_key, dns_names[0], dns_names=dns_names)
+    # CN: the Service name (a CN holds at most 64 characters; clients match the SANs anyway).
+    common_name = dns_names[0].split(".", 1)[0]
+    cert_pem, key_pem = certs.generate_serving_cert(ca_pem, ca_key, common_name, dns_names=dns_names)
     return build_secret_data(cert_pem, key_pem, ca_pem, previous=previous, now=now)
 
 
