@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ome.devcluster import paths
+from ome.devcluster import kwok_stages, nodes, paths
 from ome.devcluster.cluster import Cluster
+from ome.devcluster.kubeapi import KubeApi, KubeApiError
 from ome.devcluster.processes import ComponentError
 
 
@@ -24,11 +25,38 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--gpu-nodes", type=int, default=4)
             p.add_argument("--timeout", type=float, default=180.0)
     sub.add_parser("build", help="build (or verify) the control-plane binaries and print their directory")
+    fake = sub.add_parser("fake-gpu-nodes", help="for any cluster running kwok (e.g. kind): create the fake "
+                          "GPU nodes; print the kwok Stages with --stages")
+    fake.add_argument("--kubeconfig", type=Path)
+    fake.add_argument("--gpu-nodes", type=int, default=4)
+    fake.add_argument("--stages", action="store_true", help="print the Stage objects (kubectl apply -f -)")
     return parser
+
+
+def _fake_gpu_nodes(args: argparse.Namespace) -> int:
+    if args.stages:
+        print(kwok_stages.kwok_config_yaml())
+        return 0
+    if args.kubeconfig is None:
+        print("ome-dev: --kubeconfig is required to create nodes", file=sys.stderr)
+        return 2
+    api = KubeApi.from_kubeconfig(args.kubeconfig)
+    for i in range(args.gpu_nodes):
+        node = nodes.gpu_node(i)
+        try:
+            api.create("/api/v1/nodes", node)
+            print(f"created node {node['metadata']['name']}")
+        except KubeApiError as exc:
+            if exc.status != 409:
+                raise
+            print(f"node {node['metadata']['name']} exists")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.group == "fake-gpu-nodes":
+        return _fake_gpu_nodes(args)
     if args.group == "build":
         print(paths.ensure_binaries())
         return 0

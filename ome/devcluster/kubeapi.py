@@ -6,11 +6,17 @@ event loop and without depending on the framework it is used to test.
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import ssl
+import tempfile
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ome.devcluster.pki import Pki
 
@@ -27,6 +33,28 @@ class KubeApi:
         self.timeout = timeout
         self._ssl = ssl.create_default_context(cafile=str(pki.ca_crt))
         self._ssl.load_cert_chain(str(pki.admin_crt), str(pki.admin_key))
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path, *, timeout: float = 10.0) -> KubeApi:
+        """The current context of a kubeconfig with embedded certificates (kind's, or ours)."""
+        config = yaml.safe_load(path.read_text())
+        current = config.get("current-context")
+        context = next(c["context"] for c in config["contexts"] if c["name"] == current)
+        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
+        user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
+        api = cls.__new__(cls)
+        api.server = cluster["server"].rstrip("/")
+        api.timeout = timeout
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        api._ssl = ssl.create_default_context(cadata=ca)
+        with tempfile.TemporaryDirectory() as tmp:  # load_cert_chain reads files only
+            crt, key = Path(tmp, "client.crt"), Path(tmp, "client.key")
+            crt.write_bytes(base64.b64decode(user["client-certificate-data"]))
+            fd = os.open(key, os.O_WRONLY | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(base64.b64decode(user["client-key-data"]))
+            api._ssl.load_cert_chain(str(crt), str(key))
+        return api
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
