@@ -109,8 +109,14 @@ def external_service(isvc: Mapping[str, Any], target: ComponentPlan) -> Obj:
     It selects by InferenceService and component labels only, so it reaches the component's pods in any
     mode: after a mode change it serves the old and the new pods alike, as documented.
     """
-    name = isvc["metadata"]["name"]
     port = component_service(isvc, target, {})["spec"]["ports"][0]["port"]
+    selector = naming.selector_labels(isvc["metadata"]["name"], target.component)
+    return external_service_for(isvc, selector, port)
+
+
+def external_service_for(isvc: Mapping[str, Any], selector: Mapping[str, str], port: int) -> Obj:
+    """The Service `{isvc}` with a given pod selector and port (also used in front of referenced replicas)."""
+    name = isvc["metadata"]["name"]
     labels = {naming.ISVC_LABEL: name, naming.COMPONENT_LABEL: naming.EXTERNAL_SERVICE_COMPONENT}
     return {
         "apiVersion": "v1",
@@ -118,7 +124,7 @@ def external_service(isvc: Mapping[str, Any], target: ComponentPlan) -> Obj:
         "metadata": metadata(isvc, name, labels),
         "spec": {
             "type": service_type(isvc["metadata"].get("annotations") or {}),
-            "selector": naming.selector_labels(name, target.component),
+            "selector": dict(selector),
             "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}],
         },
     }

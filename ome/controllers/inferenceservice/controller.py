@@ -5,14 +5,19 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
 - InferenceServices (primary; spec, label and annotation changes);
 - ServingRuntimes and ClusterServingRuntimes, BaseModels and ClusterBaseModels: a change re-reconciles
   the InferenceServices that use them (runtime changes roll out; a deleted runtime flips RuntimeReady);
-- owned Deployments, Services, HPAs, PDBs and InferenceReplicas (and LeaderWorkerSets when served);
+- owned Deployments, Services, HPAs and PDBs (and LeaderWorkerSets when served);
+- all InferenceReplicas: an owned one re-reconciles its InferenceService, and a standalone one named in
+  spec.replicaRefs re-reconciles the services that reference it (so a deleted replica flips the role to
+  ReplicaRefMissing, and a returning one brings it back);
+- OMENative ControllerRevisions, whose pinned runners give a referenced replica's Service its ports when
+  the replica stores none;
 - Pods of InferenceServices (slimmed), for the model status of the engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Final
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Protocol
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
@@ -23,11 +28,24 @@ from ome.framework.events import EventRecorder
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.resolution import naming
+from ome.resolution import naming, replica_refs
 
 NAME: Final = "inferenceservice"
 EVENT_SOURCE: Final = "v1beta1Controllers"
 CHILD_SELECTOR: Final = naming.ISVC_LABEL  # "exists": every child carries the label
+REVISION_SELECTOR: Final = {naming.MANAGED_BY_LABEL: replica_refs.MANAGED_BY}
+"""The InferenceReplica controller's ControllerRevision informer uses the same key, so it is shared."""
+
+
+class Lister(Protocol):
+    def list(
+        self,
+        res: resources.Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: Mapping[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> list[dict[str, Any]]: ...
 
 
 def add_to_manager(
@@ -54,8 +72,11 @@ def add_to_manager(
     controller.for_(cache.informer_for(resources.INFERENCE_SERVICES), spec_or_meta)
     _watch_dependencies(controller, cache)
     for res in reconciler.children:
+        if res == resources.INFERENCE_REPLICAS:
+            continue  # below: standalone replicas carry no InferenceService label
         informer = cache.informer_for(res, label_selector=CHILD_SELECTOR)
         controller.owns(informer, "ome.io", "InferenceService", predicates.resource_version_changed)
+    _watch_replicas(controller, cache)
     pods = cache.informer_for(resources.PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     controller.watches(pods, _pod_owner, predicates.resource_version_changed)
     manager.add_controller(controller)
@@ -73,6 +94,46 @@ def _watch_dependencies(controller: Controller, cache: SharedCache) -> None:
         # Models report readiness in status, so their status changes matter too.
         predicate = predicates.resource_version_changed if field == "model" else changed
         controller.watches(cache.informer_for(res), _users_of(cache, field, res.namespaced), predicate)
+
+
+def _watch_replicas(controller: Controller, cache: SharedCache) -> None:
+    changed = predicates.resource_version_changed  # replica status is mirrored, so status changes count
+    replicas = cache.informer_for(resources.INFERENCE_REPLICAS)
+    controller.owns(replicas, "ome.io", "InferenceService", changed)
+    controller.watches(replicas, referencing_services(cache), changed)
+    revisions = cache.informer_for(resources.CONTROLLER_REVISIONS, label_selector=REVISION_SELECTOR)
+    controller.watches(revisions, referencing_revision_owner(cache), changed)
+
+
+def referencing_services(cache: Lister) -> Callable[[Obj], Iterable[Request]]:
+    """Map an InferenceReplica to the InferenceServices of its namespace whose spec.replicaRefs name it."""
+
+    def mapper(replica: Obj) -> Iterable[Request]:
+        meta = replica["metadata"]
+        return _referencing(cache, meta.get("namespace") or "", meta["name"])
+
+    return mapper
+
+
+def referencing_revision_owner(cache: Lister) -> Callable[[Obj], Iterable[Request]]:
+    """Map a ControllerRevision to the services referencing the InferenceReplica that owns it."""
+
+    def mapper(revision: Obj) -> Iterable[Request]:
+        meta = revision["metadata"]
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") == "InferenceReplica":
+                return _referencing(cache, meta.get("namespace") or "", ref["name"])
+        return []
+
+    return mapper
+
+
+def _referencing(cache: Lister, namespace: str, replica: str) -> list[Request]:
+    return [
+        Request(namespace, isvc["metadata"]["name"])
+        for isvc in cache.list(resources.INFERENCE_SERVICES, namespace)
+        if replica_refs.references(isvc, replica)
+    ]
 
 
 def _users_of(cache: SharedCache, field: str, namespaced: bool) -> Callable[[Obj], Iterable[Request]]:

@@ -5,6 +5,14 @@ VirtualDeployment, model, runtime, components in order (engine, decoder, router)
 cleanup of removed components, status. Reads come only from the shared cache; writes are server-side
 applies that happen only when a desired object changed (converge.py), so a no-op reconcile writes nothing.
 
+A service with spec.replicaRefs takes its own path (no model, runtime or workload): per referenced role it
+reads the standalone InferenceReplica from the cache, keeps the stable Service `{isvc}-{role}` in front of
+the replica's pods and mirrors the replica into status. A replica that is missing or not a standalone
+replica of the role's component sets the role's ready condition False with `ReplicaRefMissing` or
+`ReplicaRefInvalid` and records a Warning event of the same reason; the replica watch (controller.py)
+brings the service back when the replica returns. The referenced replica is never written, adopted or
+deleted.
+
 A runtime that cannot be resolved leaves the running workloads as they are: RuntimeReady goes False and a
 `RuntimeNotFound` Warning event is recorded. A component in a mode it cannot run in (VirtualDeployment, or
 MultiNode on the router) logs `Failed to reconcile component` and stops the components after it; the
@@ -25,7 +33,17 @@ from ome.framework import errors, resources
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
 from ome.framework.resources import Resource
-from ome.resolution import components, models, modes, naming, objects, overlays, runtimes, workloads
+from ome.resolution import (
+    components,
+    models,
+    modes,
+    naming,
+    objects,
+    overlays,
+    replica_refs,
+    runtimes,
+    workloads,
+)
 from ome.resolution.components import ComponentPlan, ModelSource
 
 Obj = dict[str, Any]
@@ -109,6 +127,9 @@ class InferenceServiceReconciler:
         return requeue
 
     async def _reconcile_service(self, isvc: Obj, now: datetime) -> None:
+        if replica_refs.is_referencing(isvc):
+            await self._reconcile_referenced(isvc, now)
+            return
         try:
             model = models.resolve_model(self._reader, isvc)
         except models.ModelNotFound as exc:
@@ -148,6 +169,49 @@ class InferenceServiceReconciler:
         await self._write_status(isvc, status.compute(isvc, observed, self._config, _rfc3339(now)))
         if failure is not None:
             raise failure
+
+    async def _reconcile_referenced(self, isvc: Obj, now: datetime) -> None:
+        """Front the standalone replicas spec.replicaRefs names; write nothing on them."""
+        namespace = isvc["metadata"]["namespace"]
+        refs: list[status.RoleRef] = []
+        ports: dict[str, int | None] = {}
+        for role, name in replica_refs.roles(isvc):
+            replica = self._reader.get_or_none(resources.INFERENCE_REPLICAS, name, namespace)
+            problem = replica_refs.problem(isvc, role, name, replica)
+            refs.append(status.RoleRef(role, name, replica, problem))
+            if problem is None and replica is not None:
+                ports[role] = await self._front(isvc, role, name, replica)
+            elif problem is not None:  # the role's Service is left as it is; nothing is created for it
+                log.warning(
+                    "Referenced replica unusable", component=role, replica=name, reason=problem.reason
+                )
+                self._recorder.event(isvc, "Warning", problem.reason, problem.message)
+        target = replica_refs.external_target(replica_refs.roles(isvc))
+        if target is None:
+            port = await self._converge_external(isvc, None)
+        elif (target_port := ports.get(target[0])) is None:
+            port = None  # the target serves nothing now: leave the Service `{isvc}` as it is
+        else:
+            desired = replica_refs.external_service(isvc, target[0], target[1], target_port)
+            port = await self._converge_external(isvc, desired)
+        await self._delete_removed(isvc, {ref.component for ref in refs})
+        observed = status.Observed(plans=(), referenced=True, refs=refs, external_port=port)
+        await self._write_status(isvc, status.compute(isvc, observed, self._config, _rfc3339(now)))
+
+    async def _front(self, isvc: Obj, role: str, replica_name: str, replica: Obj) -> int | None:
+        """Converge the stable Service of one referenced role; returns its port (None: no Service yet)."""
+        namespace = isvc["metadata"]["namespace"]
+        revision = None
+        if not (replica.get("spec") or {}).get("runners") and (rev := replica_refs.revision_name(replica)):
+            revision = self._reader.get_or_none(resources.CONTROLLER_REVISIONS, rev, namespace)
+        template = replica_refs.serving_template(replica, revision)
+        name = naming.service_name(isvc["metadata"]["name"], role)
+        cached = self._reader.get_or_none(resources.SERVICES, name, namespace)
+        if template is None:  # the named revision is not in the cache yet: keep the ports as they are
+            return replica_refs.service_port(cached) if cached is not None else None
+        desired = replica_refs.stable_service(isvc, role, replica_name, template)
+        await converge.converge(self._writer, desired, cached)
+        return replica_refs.service_port(desired)
 
     # -- steps -------------------------------------------------------------------------------------
 
@@ -195,17 +259,22 @@ class InferenceServiceReconciler:
     async def _reconcile_external_service(self, isvc: Obj, plans: Sequence[ComponentPlan]) -> int | None:
         """The Service `{isvc}` while ingress creation is off; returns its port (None when there is none)."""
         target = workloads.external_target(plans)
+        return await self._converge_external(
+            isvc, objects.external_service(isvc, target) if target is not None else None
+        )
+
+    async def _converge_external(self, isvc: Obj, desired: Obj | None) -> int | None:
+        """Apply `desired` as the Service `{isvc}`, or delete ours when there is none to have."""
         name, namespace = isvc["metadata"]["name"], isvc["metadata"]["namespace"]
         cached = self._reader.get_or_none(resources.SERVICES, name, namespace)
         if (
             objects.is_cluster_local(isvc)
-            or target is None
+            or desired is None
             or not self._config.ingress.disable_ingress_creation
         ):
             if cached is not None and _owned_by(cached, isvc):
                 await self._delete(resources.SERVICES, cached)
             return None
-        desired = objects.external_service(isvc, target)
         await converge.converge(self._writer, desired, cached)
         port: int = desired["spec"]["ports"][0]["port"]
         return port

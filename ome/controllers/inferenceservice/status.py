@@ -1,7 +1,10 @@
 """Compute an InferenceService's status from what its workloads report (pure).
 
-Conditions: `<Component>Ready` per declared component, `IngressReady`, `RuntimeReady`, `OverlaysReady`
-(with overlays) and `Ready` = EngineReady and IngressReady (DecoderReady and RouterReady do not feed it).
+Conditions: `<Component>Ready` per declared or referenced component, `IngressReady`, `RuntimeReady` (not
+for a service over referenced replicas, which has no runtime), `OverlaysReady` (with overlays) and `Ready` =
+EngineReady and IngressReady (DecoderReady and RouterReady do not feed it). A component run by an
+InferenceReplica, its own or one named in spec.replicaRefs, mirrors the replica (replica_status.py); a
+referenced role without a usable replica reports `ReplicaRefMissing` or `ReplicaRefInvalid`.
 A condition keeps its lastTransitionTime while its status stays the same, so an unchanged world computes
 an identical status and the reconciler writes nothing.
 """
@@ -13,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.inferenceservice import replica_status
 from ome.resolution import modes, naming
 from ome.resolution.components import ComponentPlan
+from ome.resolution.replica_refs import Problem
 
 Obj = dict[str, Any]
 
@@ -44,6 +49,16 @@ class Cond:
         return self.status == "True"
 
 
+@dataclass(frozen=True, slots=True)
+class RoleRef:
+    """A role of a service over referenced replicas, as the reconciler found its replica."""
+
+    component: str
+    replica_name: str
+    replica: Obj | None
+    problem: Problem | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Observed:
     """What the reconciler saw; all optional pieces default to "nothing observed"."""
@@ -58,6 +73,9 @@ class Observed:
     external_port: int | None = None
     overlays_problem: str | None = None
     has_overlays: bool = False
+    referenced: bool = False
+    """The service fronts replicas named in spec.replicaRefs (`refs`) and declares no component."""
+    refs: Sequence[RoleRef] = ()
 
 
 def virtual_status(isvc: Mapping[str, Any], config: InferenceServiceConfig, now: str) -> Obj:
@@ -78,11 +96,19 @@ def compute(isvc: Mapping[str, Any], observed: Observed, config: InferenceServic
     conds = {c.type: c for c in _kept_component_conditions(old, observed)}
     components: Obj = {} if observed.plans is not None else _owned_components(old.get("components"))
     for plan in observed.plans or ():
-        cond = workload_condition(plan, observed.workloads.get(plan.component))
+        workload = observed.workloads.get(plan.component)
+        cond = workload_condition(plan, workload)
         conds[cond.type] = cond
-        components[plan.component] = _component_status(isvc, plan, cond, config)
+        replica = (plan.name, workload) if plan.mode == modes.OMENATIVE else None
+        components[plan.component] = _component_status(isvc, plan.component, cond, config, replica)
+    for ref in observed.refs:
+        cond = ref_condition(ref)
+        conds[cond.type] = cond
+        fronted = (ref.replica_name, ref.replica) if ref.problem is None else None
+        components[ref.component] = _component_status(isvc, ref.component, cond, config, fronted)
     conds[INGRESS_READY] = _ingress_condition(config)
-    conds[RUNTIME_READY] = _runtime_condition(observed)
+    if not observed.referenced:
+        conds[RUNTIME_READY] = _runtime_condition(observed)
     if observed.has_overlays:
         conds[OVERLAYS_READY] = _overlays_condition(observed)
     conds[READY] = _ready(conds)
@@ -96,7 +122,7 @@ def compute(isvc: Mapping[str, Any], observed: Observed, config: InferenceServic
 
 
 OWNED_FIELDS: Final = ("url", "address", "observedGeneration", "components", "conditions", "modelStatus")
-COMPONENT_FIELDS: Final = ("url",)
+COMPONENT_FIELDS: Final = ("url", "lifecycle", "scaleTargetRef")
 """Within status.components.<c>, the fields this controller owns; other controllers report the rest."""
 
 
@@ -133,40 +159,19 @@ def workload_condition(plan: ComponentPlan, workload: Mapping[str, Any] | None) 
     if workload is None:
         return Cond(type_, "False", "Initializing", f"{plan.component} component initializing")
     if plan.mode == modes.OMENATIVE:
-        return _replica_condition(type_, workload)
+        return Cond(type_, *replica_status.readiness(workload))
     available = _find(workload.get("status") or {}, "Available")
     if available is not None and available.get("status") == "True":
         return Cond(type_, "True", available.get("reason", ""), available.get("message", ""))
     return Cond(type_, "False", "Initializing", f"{plan.component} component initializing")
 
 
-def _replica_condition(type_: str, replica: Mapping[str, Any]) -> Cond:
-    """An OMENative component's readiness, counted in Instances as the deployment-modes page tabulates."""
-    spec, status = replica.get("spec") or {}, replica.get("status") or {}
-    desired = spec.get("replicas")
-    total = int(desired if desired is not None else status.get("replicas") or 1)
-    if total == 0:
-        return Cond(type_, "False", "NoReplicas", "Component has no desired Instances")
-    serving = int(status.get("servingReplicas") or 0)
-    ready = int(status.get("readyReplicas") or 0)
-    minimum = max(total - _max_unavailable(spec, total), 0)
-    if ready >= total and serving >= total:
-        return Cond(type_, "True", "Ready", "All Instances are Ready")
-    if serving >= minimum and serving > 0:
-        return Cond(type_, "True", "MinimumAvailable", f"{serving}/{total} Instances serving (min {minimum})")
-    return Cond(
-        type_, "False", "InsufficientAvailable", f"{serving}/{total} Instances serving, need {minimum}"
-    )
-
-
-def _max_unavailable(spec: Mapping[str, Any], total: int) -> int:
-    strategy = ((spec.get("lifecycle") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
-    value = strategy.get("maxUnavailable")
-    if value is None:
-        return 0
-    if isinstance(value, str) and value.endswith("%"):
-        return total * int(value[:-1]) // 100
-    return int(value)
+def ref_condition(ref: RoleRef) -> Cond:
+    """A referenced role: the replica's readiness, or why there is no replica to front."""
+    type_ = component_condition(ref.component)
+    if ref.problem is not None:
+        return Cond(type_, "False", ref.problem.reason, ref.problem.message)
+    return Cond(type_, *replica_status.readiness(ref.replica or {}))
 
 
 def _ingress_condition(config: InferenceServiceConfig) -> Cond:
@@ -198,11 +203,23 @@ def _ready(conds: Mapping[str, Cond]) -> Cond:
 
 
 def _component_status(
-    isvc: Mapping[str, Any], plan: ComponentPlan, cond: Cond, config: InferenceServiceConfig
+    isvc: Mapping[str, Any],
+    component: str,
+    cond: Cond,
+    config: InferenceServiceConfig,
+    replica: tuple[str, Mapping[str, Any] | None] | None,
 ) -> Obj:
+    """The URL once the workload is available; for a replica-run component, the replica as scale target
+    and its lifecycle (once it reports any)."""
     entry: Obj = {}
-    if cond.ok:  # the URL appears once the workload is available
-        entry["url"] = f"http://{_host(naming.service_name(plan.isvc, plan.component), isvc, config)}"
+    if cond.ok:
+        name = naming.service_name(isvc["metadata"]["name"], component)
+        entry["url"] = f"http://{_host(name, isvc, config)}"
+    if replica is not None:
+        replica_name, obj = replica
+        if obj is not None and (mirrored := replica_status.lifecycle(obj)):
+            entry["lifecycle"] = mirrored
+        entry["scaleTargetRef"] = replica_status.scale_target_ref(replica_name)
     return entry
 
 

@@ -26,7 +26,7 @@ def _replica(replicas: int, ready: int, serving: int, max_unavailable: Any = Non
     spec: Obj = {"replicas": replicas}
     if max_unavailable is not None:
         spec["lifecycle"] = {"updateStrategy": {"rollingUpdate": {"maxUnavailable": max_unavailable}}}
-    return {"spec": spec, "status": {"readyReplicas": ready, "servingReplicas": serving}}
+    return {"spec": spec, "status": {"replicas": replicas, "readyReplicas": ready, "servingReplicas": serving}}
 
 
 @pytest.mark.parametrize(
@@ -84,9 +84,10 @@ def test_transition_time_moves_only_with_status() -> None:
 
 
 def test_differs_ignores_fields_of_other_controllers() -> None:
-    old = {"components": {"engine": {"url": "u", "lifecycle": {"replicas": 2}}}, "rollout": {"x": 1}}
+    old = {"components": {"engine": {"url": "u", "autoscaler": {"class": "HPA"}}}, "rollout": {"x": 1}}
     assert not status.differs(old, {"components": {"engine": {"url": "u"}}})
     assert status.differs(old, {"components": {"engine": {}}})
+    assert status.differs(old, {"components": {"engine": {"url": "u", "lifecycle": {"replicas": 1}}}})
 
 
 def test_virtual_status_url_uses_cluster_domain() -> None:
