@@ -48,6 +48,9 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("ome.io", "inferencereplicas"): WRITE,
     ("ome.io", "inferencereplicas/status"): ("get", "update", "patch"),
     ("ome.io", "inferencereplicas/scale"): ("get", "update", "patch"),
+    ("ome.io", "inferencereplicas/finalizers"): ("update",),  # blockOwnerDeletion on children
+    # The PodMonitor informer exists only when its CRD is served, so the inspection cannot see it.
+    ("monitoring.coreos.com", "podmonitors"): READ + WRITE,
     ("ome.io", "basemodels"): ("update", "patch"),
     ("ome.io", "basemodels/status"): ("get", "update", "patch"),
     ("ome.io", "basemodels/finalizers"): ("update",),

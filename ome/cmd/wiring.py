@@ -7,7 +7,7 @@ from pathlib import Path
 import structlog
 
 from ome.config import inferenceservice_config as isvc_config
-from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig
+from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig, UpdateRetry
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferencereplica.reconciler import parse_duration
 from ome.controllers.inferenceservice import controller as inferenceservice
@@ -15,6 +15,7 @@ from ome.framework import certs, resources
 from ome.framework.client import Client
 from ome.framework.manager import Manager
 from ome.framework.webhook_server import WebhookServer
+from ome.omenative.podmonitor import POD_MONITORS
 from ome.omenative.settings import InferenceReplicaSettings
 from ome.webhooks.self_register import Registration
 
@@ -27,18 +28,28 @@ log = structlog.get_logger("setup")
 class Settings:
     """Startup facts: the validated config and which optional CRDs the cluster serves."""
 
-    def __init__(self, config: InferenceServiceConfig, *, lws_served: bool, config_namespace: str) -> None:
+    def __init__(self, config: InferenceServiceConfig, *, lws_served: bool, config_namespace: str,
+                 pod_monitor_served: bool = False) -> None:
         self.config = config
         self.lws_served = lws_served
         self.config_namespace = config_namespace
+        # Like controller-runtime's scheme registration: a PodMonitor CRD installed later needs a restart.
+        self.pod_monitor_served = pod_monitor_served
 
     def replica_settings(self) -> InferenceReplicaSettings:
         life = self.config.lifecycle
+        retry = life.update_retry or UpdateRetry()
+        deadline = life.teardown.deadline
         return InferenceReplicaSettings(
             instance_ready_timeout=parse_duration(life.instance_ready_timeout),
             status_encoding="ColumnarV2" if self.config.omenative_status.status_encoding == "ColumnarV2"
             else "Rows",
             revision_history_limit=life.revision_history_limit or 10,
+            teardown_deadline=parse_duration(deadline) if deadline else None,
+            retry_initial_delay=parse_duration(retry.initial_delay) or 60.0,
+            retry_multiplier=retry.multiplier,
+            retry_max_delay=parse_duration(retry.max_delay) or 1800.0,
+            pod_monitor_served=self.pod_monitor_served,
         )
 
 
@@ -46,9 +57,10 @@ async def load_settings(client: Client, namespace: str) -> Settings:
     """Reads and validates inferenceservice-config; a bad config is fatal (ConfigError)."""
     config = await isvc_config.load(client, namespace)
     lws = await client.is_served(resources.LEADER_WORKER_SETS)
+    pod_monitors = await client.is_served(POD_MONITORS)
     log.info("configuration loaded", namespace=namespace, default_mode=config.deploy.default_deployment_mode,
-             leaderworkerset_served=lws)
-    return Settings(config, lws_served=lws, config_namespace=namespace)
+             leaderworkerset_served=lws, podmonitor_served=pod_monitors)
+    return Settings(config, lws_served=lws, config_namespace=namespace, pod_monitor_served=pod_monitors)
 
 
 def add_controllers(manager: Manager, settings: Settings) -> None:

@@ -13,6 +13,7 @@ A bad `deploy` entry is fatal: the manager must exit at startup with
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -35,6 +36,9 @@ UpdateStrategyType = Literal["SurgeThenDrain", "RecreatePod", "InPlaceIfPossible
 
 class ConfigError(Exception):
     """The ConfigMap holds a value the controller cannot run with."""
+
+
+_DURATION = re.compile(r"(\d+(\.\d+)?(h|m|s))+")
 
 
 class _Section(BaseModel):
@@ -138,11 +142,24 @@ class UpdateRetry(_Section):
     multiplier: float = Field(default=2.0, ge=1)
 
 
+class TeardownConfig(_Section):
+    deadline: str | None = None
+    """How long after its deletion a replica's finalizer is released even with pods left; None holds."""
+
+    @field_validator("deadline")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None and not _DURATION.fullmatch(value):
+            raise ValueError(f"teardown.deadline {value!r} is not a duration such as 30m or 1h30m")
+        return value
+
+
 class LifecycleConfig(_Section):
     instance_ready_timeout: str | None = Field(default="30m", alias="instanceReadyTimeout")
     update_retry: UpdateRetry | None = Field(default_factory=UpdateRetry, alias="updateRetry")
     revision_history_limit: int | None = Field(default=10, alias="revisionHistoryLimit", gt=0)
     stuck_pod_grace_period: str | None = Field(default=None, alias="stuckPodGracePeriod")
+    teardown: TeardownConfig = Field(default_factory=TeardownConfig)
 
 
 class OMENativeStatusConfig(_Section):

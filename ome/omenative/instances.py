@@ -7,7 +7,9 @@ the pod it replaces is gone; drained means the serving gate is False and Ready f
 
 Phases: Creating -> Ready; Ready -> Restarting (next incarnation) when a pod of a multi-pod Instance
 fails or goes missing under RecreateInstanceOnPodRestart; Ready -> Pending when every pod is gone
-under None; Deleting drains then deletes; Failed when an operation passes its deadline.
+under None; Deleting drains then deletes (one DrainOverdue warning past its deadline); Failed when an
+operation passes its deadline. A failed Create is retried at the same incarnation after a backoff that
+grows with each attempt, unless it rebuilt an Instance that already ran its revision.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ome.omenative import instance_names as names
-from ome.omenative.pods_view import PodView, format_time, parse_time
+from ome.omenative.pods_view import PodView, format_time, go_duration, parse_time
 from ome.omenative.revisions import RevisionData
 
 Row = dict[str, Any]
 Event = tuple[str, str, str]
+REBUILD = "Rebuild"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,10 @@ class Context:
     min_ready_seconds: int = 0
     restart_policy: str | None = None
     """lifecycle.restartPolicy; None means the shape's default."""
+    retry_delay: float = 60.0
+    """Backoff before the first new attempt of a failed Create (updateRetry.initialDelay)."""
+    retry_multiplier: float = 2.0
+    retry_max_delay: float = 1800.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +161,11 @@ def step(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | None:
         return counted(ctx, row, pods, None)  # its revision is gone; nothing to render from
     if phase == "Ready":
         row = check_ready(ctx, row, pods, data, out)
+    if phase == "Failed" and retryable(row) and not serving_whole(ctx, row, pods, data):
+        due = retry_at(ctx, row)
+        if ctx.now >= due:
+            return counted(ctx, retry(ctx, row, pods, data, out), pods, data)
+        out.wake((due - ctx.now).total_seconds())
     if row.get("phase") in ("Creating", "Restarting", "Pending", "Failed"):
         row = converge(ctx, row, pods, data, out)
     elif row.get("phase") == "Ready":
@@ -190,13 +202,14 @@ def converge(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, ou
     if missing:
         if row.get("phase") == "Pending":
             row = with_operation(ctx, {**row, "phase": "Creating"}, "Create", "CreatePods", ctx.ready_timeout)
+            row["operation"]["reason"] = REBUILD  # it ran this revision: a failure is not retried
         out.creates.append(PodCreate(row["index"], row["incarnation"], data_hash(row), frozenset(missing)))
     healthy = [p for p in current if not p.ended and p.name in expected]
     if len(healthy) == len(expected) and all(p.containers_ready for p in healthy):
         out.open_gates += [p.name for p in healthy if p.gate != "True"]
     if len(healthy) == len(expected) and all(p.serving for p in healthy):
         return finish_if_settled(ctx, row, healthy, out)
-    return check_deadline(ctx, row, out)
+    return check_deadline(ctx, row, out, expected, current)
 
 
 def data_hash(row: Row) -> str:
@@ -222,21 +235,80 @@ def finish_if_settled(ctx: Context, row: Row, pods: list[PodView], out: Plan) ->
     return {**done, "phase": "Ready", "readySince": format_time(ctx.now)}
 
 
-def check_deadline(ctx: Context, row: Row, out: Plan) -> Row:
+def check_deadline(
+    ctx: Context, row: Row, out: Plan, expected: set[str] | None = None, pods: Iterable[PodView] = ()
+) -> Row:
     deadline = parse_time((row.get("operation") or {}).get("deadline"))
     if deadline is None or row.get("phase") == "Failed":
         return row
     if ctx.now >= deadline:
+        failure = deadline_failure(ctx, expected or set(), list(pods))
         out.events.append(
             (
                 "Warning",
                 "InstanceFailed",
-                f"OMENative component={ctx.component} instance={row['index']} not ready before its deadline",
+                f"OMENative component={ctx.component} instance={row['index']} not ready before its deadline "
+                f"(pod {failure['podName']}: {failure['reason']})",
             )
         )
-        return {**row, "phase": "Failed"}
+        return {**row, "phase": "Failed", "lastFailure": failure}
     out.wake((deadline - ctx.now).total_seconds())
     return row
+
+
+def deadline_failure(ctx: Context, expected: set[str], pods: list[PodView]) -> Row:
+    """lastFailure for a missed deadline: the first pod short of serving, and what it lacks."""
+    by_name = {p.name: p for p in pods}
+    reason, pod_name = "DeadlineExceeded", min(expected) if expected else ""
+    for name in sorted(expected):
+        pod = by_name.get(name)
+        if pod is None or pod.phase != "Running":
+            reason, pod_name = "DeadlineExceeded", name
+            break
+        if not pod.containers_ready:
+            reason, pod_name = "ContainersNotReady", name
+            break
+        if not pod.serving:
+            reason, pod_name = "ReadinessGateNotSatisfied", name
+            break
+    return {"podName": pod_name, "reason": reason, "time": format_time(ctx.now)}
+
+
+def serving_whole(ctx: Context, row: Row, pods: list[PodView], data: RevisionData) -> bool:
+    """Every pod of the Instance serves: it is never failed (nor retried) then."""
+    serving = {p.name for p in members(row, pods) if p.serving}
+    return expected_names(ctx, row["index"], data) <= serving
+
+
+def retryable(row: Row) -> bool:
+    """A failed Create is retried, unless it rebuilt an Instance that already ran its revision."""
+    operation = row.get("operation") or {}
+    return operation.get("type") == "Create" and operation.get("reason") != REBUILD
+
+
+def retry_at(ctx: Context, row: Row) -> datetime:
+    """The failure time plus the backoff of this attempt: delay x multiplier^retries, capped."""
+    operation = row.get("operation") or {}
+    failed = parse_time((row.get("lastFailure") or {}).get("time")) or parse_time(operation.get("deadline"))
+    retries = int(operation.get("retryCount") or 0)
+    delay = min(ctx.retry_delay * ctx.retry_multiplier**retries, ctx.retry_max_delay)
+    return (failed or ctx.now) + timedelta(seconds=delay)
+
+
+def retry(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, out: Plan) -> Row:
+    """A new attempt at the same incarnation: the old pods go first (their names repeat), then a
+    fresh Create with its own deadline."""
+    if pods:
+        for pod in pods:
+            if pod.serving:
+                out.close_gates.append(pod.name)  # out of rotation first, deleted once it has left
+            elif not pod.terminating:
+                out.deletes.append(pod.name)
+        return row
+    retries = int((row.get("operation") or {}).get("retryCount") or 0) + 1
+    fresh = with_operation(ctx, {**row, "phase": "Creating"}, "Create", "CreatePods", ctx.ready_timeout)
+    fresh["operation"].update(id=f"{fresh['operation']['id']}-{retries}", retryCount=retries)
+    return converge(ctx, fresh, [], data, out)
 
 
 def drain(pods: Iterable[PodView], out: Plan) -> None:
@@ -319,14 +391,39 @@ def repair_ready(ctx: Context, row: Row, pods: list[PodView], data: RevisionData
 
 
 def step_deleting(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | None:
-    """Drain every pod, delete it once out of rotation; the row goes with the last pod."""
+    """Drain every pod, delete it once out of rotation; the row goes with the last pod. A drain past
+    its deadline goes on, with one DrainOverdue warning per drain."""
     if not pods:
         return None
     drain(pods, out)
-    deadline = parse_time((row.get("operation") or {}).get("deadline"))
+    operation = row.get("operation") or {}
+    deadline = parse_time(operation.get("deadline"))
     if deadline is not None and ctx.now < deadline:
         out.wake((deadline - ctx.now).total_seconds())
+    elif deadline is not None:
+        row = announce_overdue(ctx, row, pods, deadline, out)
     return counted(ctx, row, pods, None)
+
+
+def announce_overdue(ctx: Context, row: Row, pods: list[PodView], deadline: datetime, out: Plan) -> Row:
+    """The DrainOverdue event, once per drain: `announced` holds `DrainOverdue@{episode}` (the
+    operation's id), stamped in the status write that follows the event."""
+    episode = (row.get("operation") or {}).get("id") or str(row.get("incarnation"))
+    entry = f"DrainOverdue@{episode}"
+    announced = list(row.get("announced") or [])
+    if entry in announced:
+        return row
+    left = sorted(p.name for p in pods)
+    out.events.append(
+        (
+            "Warning",
+            "DrainOverdue",
+            f"OMENative component={ctx.component} instance={row['index']}: drain overdue by "
+            f"{go_duration((ctx.now - deadline).total_seconds())} (deadline {format_time(deadline)}); "
+            f"{len(left)} pod(s) still Terminating ({', '.join(left)})",
+        )
+    )
+    return {**row, "announced": sorted({*announced, entry})}
 
 
 def counted(ctx: Context, row: Row, pods: list[PodView], data: RevisionData | None) -> Row:

@@ -68,18 +68,34 @@ def from_json(data: Mapping[str, Any]) -> RevisionData:
     return RevisionData(tuple(parsed), data.get("pairingProtocol") or None)
 
 
-def revision_hash(data: RevisionData) -> str:
+def revision_hash(data: RevisionData, collision_count: int = 0) -> str:
     """Hash over every runner's template and the pairing protocol: a worker-only change still rolls
-    the whole Instance, since a leader and its workers must run the same version."""
+    the whole Instance, since a leader and its workers must run the same version. After a name
+    collision, status.collisionCount salts it, as StatefulSet does (0 leaves the hash as it was)."""
     canonical = json.dumps(data.to_json(), sort_keys=True, separators=(",", ":"))
+    if collision_count:
+        canonical += f"#{collision_count}"
     return hashlib.sha256(canonical.encode()).hexdigest()[:HASH_LENGTH]
+
+
+def collision_count(replica: Mapping[str, Any]) -> int:
+    return int((replica.get("status") or {}).get("collisionCount") or 0)
+
+
+def is_ours(existing: Mapping[str, Any], replica: Mapping[str, Any], data: RevisionData) -> bool:
+    """Whether a ControllerRevision that holds our name is this replica's, with this data: else the
+    name collides, and the next hash takes another salt."""
+    uid = replica["metadata"]["uid"]
+    owners = (existing.get("metadata") or {}).get("ownerReferences") or []
+    owned = any(r.get("controller") and r.get("uid") == uid for r in owners)
+    return owned and from_json(existing.get("data") or {}) == data
 
 
 def controller_revision(replica: Mapping[str, Any], data: RevisionData, number: int) -> Obj:
     meta = replica["metadata"]
     spec = replica.get("spec") or {}
     base, component = names.base_name(replica), spec["component"]
-    digest = revision_hash(data)
+    digest = revision_hash(data, collision_count(replica))
     return {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",

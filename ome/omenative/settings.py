@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 StatusEncoding = Literal["ColumnarV2", "Rows"]
 
@@ -24,11 +25,32 @@ class InferenceReplicaSettings:
     """Whether ome.controller.lifecycle.audit is set; migration requests wait without it."""
     drain_timeout: float = 600.0
     """Seconds a drain may take before DrainOverdue, when no instanceReadyTimeout applies."""
+    teardown_deadline: float | None = 1800.0
+    """lifecycle.teardown.deadline: seconds after its deletion that a replica's finalizer comes off even
+    with pods left (the chart's 30m). None: hold until every owned pod is gone."""
+    retry_initial_delay: float = 60.0
+    """updateRetry.initialDelay: seconds before the second attempt of a failed Create."""
+    retry_multiplier: float = 2.0
+    """updateRetry.multiplier: each later attempt waits this much longer than the one before."""
+    retry_max_delay: float = 1800.0
+    """updateRetry.maxDelay: the longest wait between attempts."""
+    pod_monitor_served: bool = False
+    """Whether the monitoring.coreos.com PodMonitor CRD was served when the manager started."""
+    pod_monitor_labels: Mapping[str, str] = field(default_factory=dict)
+    """ome.podMonitor.labels: extra labels on each PodMonitor (what a Prometheus selects by)."""
+    pod_monitor_relabelings: tuple[Mapping[str, Any], ...] = ()
+    """ome.podMonitor.relabelings, appended to each endpoint's relabelings."""
+    pod_monitor_metric_relabelings: tuple[Mapping[str, Any], ...] = ()
+    """ome.podMonitor.metricRelabelings, appended to each endpoint's metricRelabelings."""
 
     def __post_init__(self) -> None:
         if self.instance_ready_timeout is not None and self.instance_ready_timeout <= 0:
             raise ValueError("instance_ready_timeout must be positive or None")
         if self.revision_history_limit < 1:
             raise ValueError("revision_history_limit must be >= 1")
+        if self.teardown_deadline is not None and self.teardown_deadline <= 0:
+            raise ValueError("teardown_deadline must be positive or None")
+        if self.retry_initial_delay <= 0 or self.retry_multiplier < 1 or self.retry_max_delay <= 0:
+            raise ValueError("retry delays must be positive and the multiplier >= 1")
         if self.max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be >= 1")

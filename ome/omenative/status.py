@@ -17,7 +17,7 @@ from typing import Any
 from ome.omenative import columnar
 from ome.omenative import instance_names as names
 from ome.omenative.instances import available, members
-from ome.omenative.pods_view import PodView, format_time, parse_time
+from ome.omenative.pods_view import PodView, format_time, go_duration, parse_time
 from ome.omenative.revisions import RevisionData
 
 Obj = dict[str, Any]
@@ -35,6 +35,8 @@ class Inputs:
     now: datetime
     min_ready_seconds: int = 0
     ready_timeout_configured: bool = True
+    ready_timeout: float | None = None
+    """The readiness timeout that applies, in seconds, for the condition's message."""
     gang_scheduling_available: bool = True
     migration_audit_configured: bool = True
     columnar: bool = False
@@ -67,6 +69,7 @@ def compute(inp: Inputs) -> Obj:
         "updatedReadyReplicas": counts.updated_ready,
         "currentRevision": current,
         "updateRevision": inp.update_revision,
+        "collisionCount": prev.get("collisionCount"),
         "labelSelector": names.label_selector_string(base, spec["component"]),
     }
     status.update(instance_rows(inp.rows, inp.columnar))
@@ -228,16 +231,23 @@ def conditions(inp: Inputs, c: Counts, current: str) -> list[tuple[str, str, str
         (
             "InstanceReadyTimeoutUnconfigured",
             *(
-                ("False", "InstanceReadyTimeoutConfigured", "An Instance readiness deadline applies")
+                ("False", "InstanceReadyTimeoutConfigured", _deadline_message(inp.ready_timeout))
                 if inp.ready_timeout_configured
                 else (
                     "True",
                     "InstanceReadyTimeoutUnconfigured",
-                    "Neither lifecycle.instanceReadyTimeout nor the operator default is set",
+                    "no instanceReadyTimeout is set: neither the component's lifecycle.instanceReadyTimeout "
+                    "nor the operator's default, so an unready Instance waits instead of failing",
                 )
             ),
         ),
     ]
+
+
+def _deadline_message(timeout: float | None) -> str:
+    if timeout is None:
+        return "An Instance readiness deadline applies"
+    return f"Instance readiness deadline is {go_duration(timeout)}"
 
 
 def _past(row: Row, now: datetime) -> bool:

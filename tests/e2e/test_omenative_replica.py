@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ome.controllers.inferencereplica import add_to_manager
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
 from ome.framework.reconcile import Request
@@ -198,3 +199,49 @@ async def test_leader_and_workers_restart_whole_and_scale_down(
     await until(scaled)
     obj = await wait_ready(client, namespace, "gang-engine", 1)
     assert [r["index"] for r in obj["status"]["instanceStatuses"]] == [0]
+
+
+async def test_deleting_a_replica_drains_its_pods_before_they_go(
+    client: Client, namespace: str, manager: Manager
+) -> None:
+    await client.create(
+        INFERENCE_REPLICAS,
+        replica("bye-engine", [{"name": "default", "size": 1, "template": template()}]),
+        namespace,
+    )
+    await wait_ready(client, namespace, "bye-engine", 1)
+    obj = await client.get(INFERENCE_REPLICAS, "bye-engine", namespace)
+    assert "ome.io/ir-teardown" in obj["metadata"]["finalizers"]
+
+    _, rv = await client.list(PODS, namespace)
+    seen: list[tuple[str, Obj]] = []
+
+    async def record() -> None:
+        async for event_type, pod in client.watch(PODS, namespace, resource_version=rv, timeout_seconds=60):
+            if pod.get("metadata", {}).get("name") == "bye-engine-0-default-0":
+                seen.append((event_type, pod))
+                if event_type == "DELETED":
+                    return
+
+    watcher = asyncio.create_task(record())
+    await asyncio.sleep(0.5)  # the watch is open before the delete
+    await client.delete(INFERENCE_REPLICAS, "bye-engine", namespace)
+
+    async def gone() -> bool:
+        try:
+            await client.get(INFERENCE_REPLICAS, "bye-engine", namespace)
+        except errors.NotFound:  # the finalizer came off once the pod was gone
+            return True
+        return False
+
+    await until(gone)
+    await asyncio.wait_for(watcher, 30)
+
+    def gate(pod: Obj) -> dict[str, str]:
+        return {c["type"]: c["status"] for c in (pod.get("status") or {}).get("conditions") or []}
+
+    terminating = [p for _, p in seen if p["metadata"].get("deletionTimestamp")]
+    assert terminating, [t for t, _ in seen]
+    # Out of rotation (the gate False, and Ready with it) before the pod was deleted.
+    assert gate(terminating[0])["ome.io/serving"] == "False" and gate(terminating[0])["Ready"] == "False"
+    assert seen[-1][0] == "DELETED"

@@ -3,6 +3,10 @@
 Every write is conditional on the cache disagreeing with the plan, so a reconcile of a settled replica
 makes no API call. Pod creations and deletions are covered by expectations, since the pod cache lags
 our own writes and a second pass must not create or delete again.
+
+A live replica carries the finalizer `ome.io/ir-teardown`; a deleted one is planned down to zero
+Instances (drain, then delete) and lets go of the finalizer once no owned pod is left on a live read,
+or at the teardown deadline (see `ome.omenative.teardown`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from ome.framework.expectations import ControllerExpectations
 from ome.framework.reconcile import Request, Result
 from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.omenative import instance_names as names
-from ome.omenative import instances, pod_render, revisions, services, status
+from ome.omenative import instances, pod_render, podmonitor, revisions, services, status, teardown
 from ome.omenative.pods_view import PodView, format_time, view
 from ome.omenative.revisions import RevisionData
 from ome.omenative.settings import InferenceReplicaSettings
@@ -80,24 +84,99 @@ class InferenceReplicaReconciler:
         if replica is None:
             self.expectations.delete(key)
             return Result()
-        if replica["metadata"].get("deletionTimestamp"):
-            return Result()  # the garbage collector removes the children
         if not self.expectations.satisfied(key):
             return Result()  # the pending pod events requeue this key
+        if teardown.deleting(replica):
+            return await self._teardown(replica)
         spec = replica.get("spec") or {}
         data = revisions.from_spec(spec)
         if data is None:
             return Result()  # modelRef/runtimeRef rendering is the InferenceService controller's job
+        replica = await self._ensure_finalizer(replica)
         known = await self._ensure_revision(replica, data)
-        digest = revisions.revision_hash(data)
+        if known is None:
+            return Result()  # the collisionCount bump requeues this key
+        digest = revisions.revision_hash(data, revisions.collision_count(replica))
         pods = [v for p in self._owned(PODS, replica) if (v := view(p)) is not None]
-        ctx = self._context(replica, data, digest, known)
+        ctx = self._context(replica, digest, known)
         plan = instances.plan(ctx, status.rows_of(replica.get("status") or {}), pods)
         await self._apply(replica, ctx, plan, known)
         await self._ensure_services(replica, data, known, plan.rows)
+        await self._ensure_pod_monitor(replica, data)
         await self._prune_revisions(replica, known, plan.rows, ctx.update_revision)
         await self._write_status(replica, ctx, plan, pods, known)
         return Result(requeue_after=plan.wake_after)
+
+    # -- teardown -----------------------------------------------------------------------------
+
+    async def _ensure_finalizer(self, replica: Obj) -> Obj:
+        """The teardown finalizer, on every live replica (put back if someone strips it)."""
+        if teardown.has_finalizer(replica):
+            return replica
+        meta = replica["metadata"]
+        updated = await self._client.patch(
+            INFERENCE_REPLICAS, meta["name"], teardown.add_patch(replica), meta["namespace"]
+        )
+        self.writes += 1
+        return updated
+
+    async def _teardown(self, replica: Obj) -> Result:
+        """A deleted replica: plan every Instance away (drain, then delete the pods), and remove the
+        finalizer once no owned pod is left, or at the teardown deadline."""
+        if not teardown.has_finalizer(replica):
+            return Result()  # the garbage collector owns the cleanup
+        owned = self._owned(PODS, replica)
+        now = self._now()
+        decision = teardown.decide(
+            replica,
+            pods_left=len(owned),
+            groups_left=0,
+            deadline=self._settings.teardown_deadline,
+            now=now,
+        )
+        if decision.release and decision.event is None and await self._live_pods(replica):
+            return Result(requeue_after=1.0)  # the cache lags the apiserver; look again shortly
+        if decision.event is not None and self._recorder is not None:
+            self._recorder.event(replica, "Warning", *decision.event)
+        if decision.release:
+            await self._remove_finalizer(replica)
+            return Result()
+        known = self._known_revisions(replica)
+        data = revisions.from_spec(replica.get("spec") or {})
+        previous = (replica.get("status") or {}).get("updateRevision") or ""
+        digest = (
+            revisions.revision_hash(data, revisions.collision_count(replica))
+            if data
+            else names.hash_of_revision(previous)
+        )
+        pods = [v for p in owned if (v := view(p)) is not None]
+        ctx = self._context(replica, digest, known, desired=0)
+        plan = instances.plan(ctx, status.rows_of(replica.get("status") or {}), pods)
+        await self._apply(replica, ctx, plan, known)
+        await self._write_status(replica, ctx, plan, pods, known)
+        waits = [w for w in (plan.wake_after, decision.requeue_after) if w is not None]
+        return Result(requeue_after=min(waits) if waits else None)
+
+    async def _live_pods(self, replica: Mapping[str, Any]) -> list[Obj]:
+        """Owned pods on a live read: the finalizer comes off only once the apiserver has none."""
+        meta = replica["metadata"]
+        selector = names.selector_labels(names.base_name(replica), replica["spec"]["component"])
+        items, _ = await self._client.list(PODS, meta["namespace"], label_selector=selector)
+        return [
+            p
+            for p in items
+            if any(r.get("uid") == meta["uid"] for r in p["metadata"].get("ownerReferences") or [])
+        ]
+
+    async def _remove_finalizer(self, replica: Obj) -> None:
+        meta = replica["metadata"]
+        with contextlib.suppress(errors.NotFound):
+            await self._client.patch(
+                INFERENCE_REPLICAS, meta["name"], teardown.remove_patch(replica), meta["namespace"]
+            )
+            self.writes += 1
+        self.expectations.delete((meta["namespace"], meta["name"]))
+        log.info("teardown complete; finalizer removed", namespace=meta["namespace"], name=meta["name"])
 
     # -- observe ------------------------------------------------------------------------------
 
@@ -106,7 +185,7 @@ class InferenceReplicaReconciler:
         return self._cache.list(res, meta["namespace"], index=(OWNER_INDEX, meta["uid"]))
 
     def _context(
-        self, replica: Obj, data: RevisionData, digest: str, known: Mapping[str, RevisionData]
+        self, replica: Obj, digest: str, known: Mapping[str, RevisionData], *, desired: int | None = None
     ) -> instances.Context:
         spec = replica["spec"]
         lifecycle = spec.get("lifecycle") or {}
@@ -114,7 +193,7 @@ class InferenceReplicaReconciler:
         return instances.Context(
             base=base,
             component=spec["component"],
-            desired=desired_replicas(replica),
+            desired=desired_replicas(replica) if desired is None else desired,
             update_revision=names.revision_name(base, spec["component"], digest),
             update_hash=digest,
             revisions=known,
@@ -123,6 +202,9 @@ class InferenceReplicaReconciler:
             drain_timeout=self._settings.drain_timeout,
             min_ready_seconds=min_ready_seconds(replica),
             restart_policy=lifecycle.get("restartPolicy"),
+            retry_delay=self._settings.retry_initial_delay,
+            retry_multiplier=self._settings.retry_multiplier,
+            retry_max_delay=self._settings.retry_max_delay,
         )
 
     def _ready_timeout(self, replica: Mapping[str, Any]) -> float | None:
@@ -132,20 +214,40 @@ class InferenceReplicaReconciler:
 
     # -- revisions ----------------------------------------------------------------------------
 
-    async def _ensure_revision(self, replica: Obj, data: RevisionData) -> dict[str, RevisionData]:
-        """Revision data by hash: every owned ControllerRevision plus the spec's, created if new."""
-        owned = self._owned(CONTROLLER_REVISIONS, replica)
-        known = {
+    def _known_revisions(self, replica: Obj) -> dict[str, RevisionData]:
+        return {
             r["metadata"].get("labels", {}).get(names.REVISION_HASH_LABEL, ""): revisions.from_json(r["data"])
-            for r in owned
+            for r in self._owned(CONTROLLER_REVISIONS, replica)
             if r.get("data")
         }
-        digest = revisions.revision_hash(data)
-        if digest not in known:
-            body = revisions.controller_revision(replica, data, revisions.next_number(owned))
-            await self._create(CONTROLLER_REVISIONS, body)
-            known[digest] = data
+
+    async def _ensure_revision(self, replica: Obj, data: RevisionData) -> dict[str, RevisionData] | None:
+        """Revision data by hash: every owned ControllerRevision plus the spec's, created if new. None
+        when another object holds the spec's revision name: status.collisionCount goes up instead."""
+        known = self._known_revisions(replica)
+        digest = revisions.revision_hash(data, revisions.collision_count(replica))
+        if digest in known:
+            return known
+        owned = self._owned(CONTROLLER_REVISIONS, replica)
+        body = revisions.controller_revision(replica, data, revisions.next_number(owned))
+        meta = body["metadata"]
+        try:
+            await self._client.create(CONTROLLER_REVISIONS, body, meta["namespace"])
+            self.writes += 1
+        except errors.AlreadyExists:
+            existing = await self._client.get(CONTROLLER_REVISIONS, meta["name"], meta["namespace"])
+            if not revisions.is_ours(existing, replica, data):
+                await self._bump_collision_count(replica)
+                return None
+        known[digest] = data
         return known
+
+    async def _bump_collision_count(self, replica: Obj) -> None:
+        count = revisions.collision_count(replica) + 1
+        body = {**replica, "status": {**(replica.get("status") or {}), "collisionCount": count}}
+        await self._client.update_status(INFERENCE_REPLICAS, body)
+        self.writes += 1
+        log.info("controllerrevision name collision", name=replica["metadata"]["name"], collision_count=count)
 
     async def _prune_revisions(
         self, replica: Obj, known: Mapping[str, RevisionData], rows: list[Obj], update: str
@@ -270,7 +372,7 @@ class InferenceReplicaReconciler:
         self, replica: Obj, data: RevisionData, known: Mapping[str, RevisionData], rows: list[Obj]
     ) -> None:
         live = {names.hash_of_revision(r.get("runningRevision") or "") for r in rows}
-        live.add(revisions.revision_hash(data))
+        live.add(revisions.revision_hash(data, revisions.collision_count(replica)))
         desired = [services.headless_service(replica, data)]
         for digest in sorted(live & set(known)):
             desired += services.revision_services(replica, digest, known[digest])
@@ -285,6 +387,24 @@ class InferenceReplicaReconciler:
         for name, stale in existing.items():
             if (stale["metadata"].get("labels") or {}).get(services.REVISION_SERVICE_LABEL):
                 await self._delete(SERVICES, name, replica["metadata"]["namespace"])
+
+    # -- monitoring ---------------------------------------------------------------------------
+
+    async def _ensure_pod_monitor(self, replica: Obj, data: RevisionData) -> None:
+        """The replica's PodMonitor, when the CRD was served at start; a same-named PodMonitor that
+        another owner holds is left alone."""
+        if not self._settings.pod_monitor_served:
+            return
+        body = podmonitor.pod_monitor(replica, data, self._settings)
+        existing = {m["metadata"]["name"]: m for m in self._owned(podmonitor.POD_MONITORS, replica)}
+        current = existing.get(body["metadata"]["name"])
+        if current is None:
+            await self._create(podmonitor.POD_MONITORS, body)
+        elif podmonitor.differs(body, current):
+            await self._client.apply(
+                podmonitor.POD_MONITORS, body, field_manager=self._settings.serving_gate_controller
+            )
+            self.writes += 1
 
     # -- status -------------------------------------------------------------------------------
 
@@ -306,20 +426,20 @@ class InferenceReplicaReconciler:
             now=ctx.now,
             min_ready_seconds=ctx.min_ready_seconds,
             ready_timeout_configured=ctx.ready_timeout is not None,
+            ready_timeout=ctx.ready_timeout,
             gang_scheduling_available=self._gang is not False,
             migration_audit_configured=self._settings.migration_audit_configured,
             columnar=self._settings.status_encoding == "ColumnarV2",
         )
         new = status.compute(inputs)
+        if new != (replica.get("status") or {}):
+            await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": new})
+            self.writes += 1
+            log.debug("status updated", replicas=new.get("replicas"), ready=new.get("readyReplicas"))
+        # After the write: a once-only event is stamped in `announced` by the write that follows it.
         for type_, reason, message in plan.events:
             if self._recorder is not None:
                 self._recorder.event(replica, "Warning" if type_ == "Warning" else "Normal", reason, message)
-        if new == (replica.get("status") or {}):
-            return
-        body = {**replica, "status": new}
-        await self._client.update_status(INFERENCE_REPLICAS, body)
-        self.writes += 1
-        log.debug("status updated", replicas=new.get("replicas"), ready=new.get("readyReplicas"))
 
     # -- writes -------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from ome.framework.handlers import EventType, Obj
 from ome.framework.manager import Manager
 from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS, SERVICES
 from ome.omenative import instance_names as names
+from ome.omenative import podmonitor
 from ome.omenative.settings import InferenceReplicaSettings
 
 CHILD_SELECTOR = {names.MANAGED_BY_LABEL: names.MANAGED_BY}
@@ -36,6 +37,10 @@ def add_to_manager(manager: Manager, settings: InferenceReplicaSettings) -> Cont
         .owns(svcs, OME_GROUP, "InferenceReplica")
         .owns(revs, OME_GROUP, "InferenceReplica")
     )
+    if settings.pod_monitor_served:
+        # Only when the CRD was served at start: an informer on an unserved type never syncs.
+        monitors = cache.informer_for(podmonitor.POD_MONITORS, label_selector=CHILD_SELECTOR)
+        controller.owns(monitors, OME_GROUP, "InferenceReplica")
     manager.add_controller(controller)
     return controller
 

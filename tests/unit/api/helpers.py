@@ -13,6 +13,9 @@ REPO = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI_OPENAPI = FIXTURES / "k8s-openapi-mini.json"
 SAMPLES = REPO / "config" / "samples"
+MODELS = REPO / "config" / "models"
+RUNTIMES = REPO / "config" / "runtimes"
+CATALOG_DIRS = (MODELS, RUNTIMES)
 CRD_DIR = REPO / "config" / "crd"
 SEEDS = Path("/work/shared/seeds")
 
@@ -35,9 +38,25 @@ def seed_manifests(text: str) -> Iterator[dict[str, Any]]:
 
 
 def sample_manifests() -> list[tuple[str, dict[str, Any]]]:
+    """(file name, object) for every object in config/samples."""
     out = []
     for path in sorted(SAMPLES.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
                 out.append((path.name, doc))
+    return out
+
+
+def catalog_files() -> list[Path]:
+    """The manifests of the model and runtime catalog (config/models, config/runtimes), no kustomizations."""
+    return sorted(p for d in CATALOG_DIRS for p in d.rglob("*.yaml") if p.name != "kustomization.yaml")
+
+
+def catalog_manifests() -> list[tuple[str, dict[str, Any]]]:
+    """(path relative to the repo, object) for every object in the catalog."""
+    out = []
+    for path in catalog_files():
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                out.append((str(path.relative_to(REPO)), doc))
     return out

@@ -23,7 +23,7 @@ from ome.api.v1beta1 import (
 )
 from ome.api.v1beta1.autoscaler import ComponentAutoscaler
 
-from .helpers import sample_manifests
+from .helpers import catalog_manifests, sample_manifests
 
 ISVC: dict[str, Any] = {
     "apiVersion": "ome.io/v1beta1",
@@ -191,10 +191,13 @@ def test_round_trip_keeps_every_field(doc: dict[str, Any]) -> None:
     assert doc == original  # the input is not mutated
 
 
-@pytest.mark.parametrize(("name", "doc"), sample_manifests(), ids=lambda v: v if isinstance(v, str) else "")
-def test_samples_parse_and_round_trip(name: str, doc: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("name", "doc"), sample_manifests() + catalog_manifests(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_samples_and_catalog_parse_and_round_trip(name: str, doc: dict[str, Any]) -> None:
+    original = copy.deepcopy(doc)
     obj = parse_object(doc)
-    assert obj.to_dict() == doc, name
+    assert obj.to_dict() == original, name
 
 
 def test_snake_case_attributes_and_extras() -> None:

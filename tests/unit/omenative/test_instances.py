@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from ome.omenative import instances, revisions
 from ome.omenative.pods_view import PodView
@@ -147,3 +147,74 @@ def test_instance_past_its_deadline_fails() -> None:
 def test_settled_replica_plans_no_writes() -> None:
     plan = instances.plan(ctx(2, workers=1), [ready_row(0), ready_row(1)], gang(0) + gang(1))
     assert (plan.creates, plan.deletes, plan.open_gates, plan.close_gates) == ([], [], [], [])
+
+
+def failed_row(**operation: object) -> dict:
+    op = {"id": "0-1-create", "type": "Create", "step": "CreatePods", "deadline": "2026-01-01T00:09:00Z"}
+    return {
+        **ready_row(0),
+        "phase": "Failed",
+        "operation": {**op, **operation},
+        "lastFailure": {
+            "podName": "chat-engine-0-default-0",
+            "reason": "ContainersNotReady",
+            "time": "2026-01-01T00:09:30Z",
+        },
+    }
+
+
+def unready(name: str = "chat-engine-0-default-0") -> PodView:
+    return pod(name, containers_ready=False, gate=None, ready=False)
+
+
+def test_missed_deadline_records_what_the_pod_lacks() -> None:
+    row = {
+        **ready_row(0),
+        "phase": "Creating",
+        "operation": {"type": "Create", "deadline": "2026-01-01T00:05:00Z"},
+    }
+    plan = instances.plan(ctx(1), [row], [unready()])
+    failure = plan.rows[0]["lastFailure"]
+    assert (failure["podName"], failure["reason"], failure["time"]) == (
+        "chat-engine-0-default-0",
+        "ContainersNotReady",
+        "2026-01-01T00:10:00Z",
+    )
+    gated = pod("chat-engine-0-default-0", gate="False", ready=False)
+    assert (
+        instances.plan(ctx(1), [row], [gated]).rows[0]["lastFailure"]["reason"] == "ReadinessGateNotSatisfied"
+    )
+    assert instances.plan(ctx(1), [row], []).rows[0]["lastFailure"]["reason"] == "DeadlineExceeded"
+
+
+def test_failed_create_waits_out_its_backoff() -> None:
+    plan = instances.plan(ctx(1), [failed_row()], [unready()])  # failed 30s ago; first retry after 60s
+    assert plan.rows[0]["phase"] == "Failed" and plan.deletes == [] and plan.wake_after == 30
+
+
+def test_failed_create_retries_with_fresh_pods_at_the_same_incarnation() -> None:
+    later = ctx(1, now=NOW + timedelta(seconds=31))
+    assert instances.plan(later, [failed_row()], [unready()]).deletes == ["chat-engine-0-default-0"]
+    plan = instances.plan(later, [failed_row()], [])
+    row = plan.rows[0]
+    assert (row["phase"], row["incarnation"], row["operation"]["retryCount"]) == ("Creating", 1, 1)
+    assert row["operation"]["id"] == "0-1-create-1" and row["operation"]["deadline"] == "2026-01-01T00:40:31Z"
+    assert [(c.incarnation, sorted(c.names)) for c in plan.creates] == [(1, ["chat-engine-0-default-0"])]
+
+
+def test_each_retry_backs_off_longer() -> None:
+    row = failed_row(retryCount=2)  # third attempt failed: 60s x 2^2 = 4m
+    assert instances.plan(ctx(1, now=NOW + timedelta(minutes=3)), [row], [unready()]).deletes == []
+    assert instances.plan(ctx(1, now=NOW + timedelta(minutes=4)), [row], [unready()]).deletes != []
+
+
+def test_a_failed_rebuild_or_a_whole_serving_instance_is_not_retried() -> None:
+    later = ctx(1, now=NOW + timedelta(hours=1))
+    assert instances.plan(later, [failed_row(reason="Rebuild")], [unready()]).deletes == []
+    plan = instances.plan(later, [failed_row()], [pod("chat-engine-0-default-0")])
+    assert plan.deletes == [] and plan.rows[0]["phase"] == "Ready"
+
+
+def test_rebuild_of_a_pending_instance_is_marked() -> None:
+    row = {**ready_row(0), "phase": "Pending"}
+    assert instances.plan(ctx(1), [row], []).rows[0]["operation"]["reason"] == "Rebuild"

@@ -178,3 +178,18 @@ def test_dense_rows_when_columnar_is_not_smaller() -> None:
 def test_index_sets_are_canonical(indices: list[int], text: str) -> None:
     assert columnar.format_index_set(indices) == text
     assert columnar.parse_index_set(text) == sorted(indices)
+
+
+def test_ready_timeout_condition_names_the_deadline() -> None:
+    rep = replica()
+    data = revisions.from_spec(rep["spec"])
+    assert data
+    base = dict(
+        replica=rep, rows=[], pods=[], revisions={"abc": data}, desired=1, update_revision="chat-engine-abc"
+    )
+    st = status.compute(status.Inputs(**base, now=NOW, ready_timeout=2700.0))  # type: ignore[arg-type]
+    messages = {c["type"]: c["message"] for c in st["conditions"]}
+    assert messages["InstanceReadyTimeoutUnconfigured"] == "Instance readiness deadline is 45m0s"
+    st = status.compute(status.Inputs(**base, now=NOW, ready_timeout_configured=False))  # type: ignore[arg-type]
+    messages = {c["type"]: c["message"] for c in st["conditions"]}
+    assert messages["InstanceReadyTimeoutUnconfigured"].startswith("no instanceReadyTimeout is set")
