@@ -64,7 +64,8 @@ async def load_settings(client: Client, namespace: str) -> Settings:
 
 
 def add_controllers(manager: Manager, settings: Settings) -> None:
-    inferenceservice.add_to_manager(manager, settings.config, lws_served=settings.lws_served)
+    inferenceservice.add_to_manager(manager, settings.config, lws_served=settings.lws_served,
+                                    config_namespace=settings.config_namespace)
     inferencereplica.add_to_manager(manager, settings.replica_settings())
     from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
 

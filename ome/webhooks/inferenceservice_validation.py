@@ -6,8 +6,9 @@ models, runtimes and replicas read the shared cache through `reader`, synchronou
 
 Order: an update to an object being deleted passes (denying the finalizer removal would wedge it);
 then the scaling policy and the spec.replicaRefs block (so a referenced service gets the specific
-message, not the model-or-runtime one), the spec's shape, and last the references to models and
-runtimes, whose resolution yields the auto-selection and "does not declare support" warnings.
+message, not the model-or-runtime one), the spec's shape, the runtime pin (spec.runtime.revision), and
+last the references to models and runtimes, whose resolution yields the auto-selection and "does not
+declare support" warnings.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from typing import Any, Final
 
 from ome.resolution import models, modes, runtimes
+from ome.resolution import runtime_revisions as rr
 from ome.webhooks import inferenceservice_rollout as rollout
 from ome.webhooks import replica_refs
 from ome.webhooks.handler import CREATE, UPDATE, AdmissionRequest, Outcome
@@ -45,6 +47,8 @@ def validate(request: AdmissionRequest, reader: Reader) -> Outcome:
         return Outcome.deny(error)
     warnings = deployment_strategy_warnings(spec)
     if (error := references_error(spec)) is not None:
+        return Outcome.deny(error, warnings)
+    if (error := runtime_pin_error(request.namespace, spec)) is not None:
         return Outcome.deny(error, warnings)
     outcome = resolve_references(reader, request.obj)
     return Outcome(outcome.denial, warnings + outcome.warnings)
@@ -178,6 +182,28 @@ def references_error(spec: Obj) -> str | None:
     if replica_refs.referenced(spec, "engine"):
         return None
     return AT_LEAST_ONE
+
+
+def runtime_pin_error(namespace: str, spec: Obj) -> str | None:
+    """spec.runtime.revision needs autoSync false and a name of the form the runtime's revisions have;
+    whether the revision exists is left to the controller (RevisionMissing)."""
+    ref = as_dict(spec.get("runtime"))
+    revision = text(ref.get("revision"))
+    if not revision:
+        return None
+    if ref.get("autoSync") is not False:
+        return (
+            "spec.runtime.revision requires spec.runtime.autoSync=false; AutoSync=true would silently "
+            "ignore the pin"
+        )
+    pinned = {"metadata": {"namespace": namespace}, "spec": spec}
+    kind, source_ns, runtime = rr.source_kind(pinned), rr.source_namespace(pinned), text(ref.get("name"))
+    if rr.matches_runtime(revision, kind, source_ns, runtime):
+        return None
+    return (
+        f'spec.runtime.revision "{revision}" does not match the expected naming convention for runtime '
+        f'"{runtime}" ({kind}); expected the form {rr.expected_form(kind, source_ns, runtime)}'
+    )
 
 
 def resolve_references(reader: Reader, isvc: Obj) -> Outcome:

@@ -122,6 +122,10 @@ class CountingWriter:
         self.writes.append(("apply", res.kind, obj["metadata"]["name"]))
         return await self.client.apply(res, obj, **kwargs)
 
+    async def create(self, res: resources.Resource, obj: Obj, namespace: str | None = None) -> Obj:
+        self.writes.append(("create", res.kind, obj["metadata"]["name"]))
+        return await self.client.create(res, obj, namespace)
+
     async def delete(
         self, res: resources.Resource, name: str, namespace: str | None = None, **kwargs: Any
     ) -> Any:
@@ -131,7 +135,7 @@ class CountingWriter:
 
 @contextlib.asynccontextmanager
 async def running_manager(
-    client: Client, config: InferenceServiceConfig | None = None
+    client: Client, config: InferenceServiceConfig | None = None, *, config_namespace: str = "ome"
 ) -> AsyncIterator[tuple[Controller, CountingWriter]]:
     from ome.controllers.inferenceservice import controller as isvc_controller
 
@@ -145,7 +149,10 @@ async def running_manager(
         ),
     )
     ctrl = isvc_controller.add_to_manager(
-        manager, config or InferenceServiceConfig(), max_concurrent_reconciles=2
+        manager,
+        config or InferenceServiceConfig(),
+        max_concurrent_reconciles=2,
+        config_namespace=config_namespace,
     )
     writer = CountingWriter(client)
     ctrl._reconciler._writer = writer  # type: ignore[attr-defined]  # count writes without touching the client

@@ -158,7 +158,7 @@ async def test_service_fronts_a_standalone_replica_and_follows_it(client: Client
         assert cond is not None and cond["status"] == "False"
         assert "InferenceReplica" in cond["message"] and "pool" in cond["message"]
         assert condition(missing, "Ready")["status"] == "False"  # type: ignore[index]
-        assert "scaleTargetRef" not in missing["status"]["components"].get("engine", {})
+        assert "scaleTargetRef" not in (missing["status"].get("components") or {}).get("engine", {})
         await client.get(resources.SERVICES, "fronted-engine", namespace)  # still there
 
         async def warned() -> bool:

@@ -11,7 +11,11 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
   ReplicaRefMissing, and a returning one brings it back);
 - OMENative ControllerRevisions, whose pinned runners give a referenced replica's Service its ports when
   the replica stores none;
-- Pods of InferenceServices (slimmed), for the model status of the engine.
+- Pods of InferenceServices (slimmed), for the model status of the engine;
+- runtime revisions (ControllerRevisions with the `ome.io/runtime-of` label) in the config namespace: a
+  new or deleted revision re-reconciles the services that pin that runtime or name the revision.
+
+A second controller, `runtime-revision-gc` (revision_gc.py), prunes the runtime revisions.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.inferenceservice import revision_gc, runtime_pinning
 from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
 from ome.framework import predicates, resources, transforms
 from ome.framework.cache import SharedCache
@@ -54,9 +59,11 @@ def add_to_manager(
     *,
     lws_served: bool = False,
     max_concurrent_reconciles: int = 4,
+    config_namespace: str = "ome",
 ) -> Controller:
     """Register the controller; `lws_served` says whether the LeaderWorkerSet CRD is served
-    (check it once at startup with `client.is_served(resources.LEADER_WORKER_SETS)`)."""
+    (check it once at startup with `client.is_served(resources.LEADER_WORKER_SETS)`). Runtime revisions
+    live in `config_namespace`, OME's own namespace."""
     cache = manager.cache
     reconciler = InferenceServiceReconciler(
         reader=cache,
@@ -64,6 +71,7 @@ def add_to_manager(
         recorder=EventRecorder(manager.client, EVENT_SOURCE),
         config=config,
         lws_served=lws_served,
+        config_namespace=config_namespace,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     spec_or_meta = predicates.or_(
@@ -79,7 +87,16 @@ def add_to_manager(
     _watch_replicas(controller, cache)
     pods = cache.informer_for(resources.PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     controller.watches(pods, _pod_owner, predicates.resource_version_changed)
+    runtime_revisions = cache.informer_for(
+        resources.CONTROLLER_REVISIONS,
+        namespace=config_namespace,
+        label_selector=runtime_pinning.REVISION_SELECTOR,
+    )
+    controller.watches(
+        runtime_revisions, runtime_pinning.pinned_services(cache), predicates.resource_version_changed
+    )
     manager.add_controller(controller)
+    revision_gc.add_to_manager(manager, cache, manager.client, config_namespace=config_namespace)
     return controller
 
 

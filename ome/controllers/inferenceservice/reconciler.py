@@ -14,9 +14,19 @@ brings the service back when the replica returns. The referenced replica is neve
 deleted.
 
 A runtime that cannot be resolved leaves the running workloads as they are: RuntimeReady goes False and a
-`RuntimeNotFound` Warning event is recorded. A component in a mode it cannot run in (VirtualDeployment, or
-MultiNode on the router) logs `Failed to reconcile component` and stops the components after it; the
-reconcile then fails so the key is retried with backoff.
+`RuntimeNotFound` Warning event is recorded.
+
+A service that pins its runtime (spec.runtime.autoSync false, or spec.runtime.revision) renders from a
+runtime revision, a ControllerRevision in the config namespace (runtime_pinning.py; the decision is
+resolution/runtime_revisions.py): the first pin and each roll forward create the revision, status carries
+pinnedRevisionName, lastRuntimeSyncToken and RuntimeDrifted, and a drift that pauses updates
+(RevisionMismatch, RevisionMissing, RuntimeMismatch) leaves the workloads as they are. A pinned service
+whose runtime is gone keeps serving from its revision (SourceRuntimeMissing); one that cannot pin at all
+records a `RuntimePinError` Warning event and is retried.
+
+A component in a mode it cannot run in (VirtualDeployment, or MultiNode on the router) logs `Failed to
+reconcile component` and stops the components after it; the reconcile then fails so the key is retried
+with backoff.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ from typing import Any, Final, Protocol
 import structlog
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.controllers.inferenceservice import converge, status, ttl
+from ome.controllers.inferenceservice import converge, runtime_pinning, status, ttl
 from ome.framework import errors, resources
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
@@ -44,6 +54,7 @@ from ome.resolution import (
     runtimes,
     workloads,
 )
+from ome.resolution import runtime_revisions as rr
 from ome.resolution.components import ComponentPlan, ModelSource
 
 Obj = dict[str, Any]
@@ -79,7 +90,7 @@ class Reader(Protocol):
     ) -> list[Obj]: ...
 
 
-class Writer(converge.Writer, Protocol):
+class Writer(converge.Writer, runtime_pinning.Creator, Protocol):
     pass
 
 
@@ -101,6 +112,7 @@ class InferenceServiceReconciler:
         config: InferenceServiceConfig,
         lws_served: bool = False,
         clock: Callable[[], datetime] = _utcnow,
+        config_namespace: str = "ome",
     ) -> None:
         self._reader = reader
         self._writer = writer
@@ -108,6 +120,7 @@ class InferenceServiceReconciler:
         self._config = config
         self._lws_served = lws_served
         self._clock = clock
+        self.revisions = runtime_pinning.Revisions(reader, config_namespace)
         self.children = CHILD_RESOURCES + ((resources.LEADER_WORKER_SETS,) if lws_served else ())
 
     async def reconcile(self, req: Request) -> Result:
@@ -137,6 +150,8 @@ class InferenceServiceReconciler:
             # and the model's own watch requeues the service when it comes back.
             self._recorder.event(isvc, "Warning", MODEL_NOT_FOUND, exc.message)
             raise
+        live_problem = ""
+        runtime: runtimes.ResolvedRuntime | None
         try:
             runtime = runtimes.resolve_runtime(self._reader, isvc, model)
         except runtimes.NoSupportingRuntime as exc:
@@ -145,13 +160,38 @@ class InferenceServiceReconciler:
                 isvc, exc.message, condition=exc.detail, has_model=model is not None, now=now
             )
             return
+        except (runtimes.RuntimeNotFound, runtimes.RuntimeDisabled) as exc:
+            if not rr.pins(isvc):
+                await self._runtime_unresolved(isvc, exc.message, has_model=model is not None, now=now)
+                return
+            runtime, live_problem = None, exc.message  # a pinned service may serve from its revision
         except models.ResolutionError as exc:  # not found, disabled, model without a format
             await self._runtime_unresolved(isvc, exc.message, has_model=model is not None, now=now)
             return
+        pin = rr.decide(
+            isvc,
+            runtime.obj if runtime is not None else None,
+            self.revisions.list(),
+            config_namespace=self.revisions.namespace,
+            live_problem=live_problem,
+        )
+        if pin.pin_error is not None:
+            await self._runtime_unresolved(
+                isvc, live_problem, has_model=model is not None, now=now, event=(rr.PIN_ERROR, pin.pin_error)
+            )
+            raise runtime_pinning.PinError(pin.pin_error)
+        runtime_name = runtime.name if runtime is not None else str(isvc["spec"]["runtime"]["name"])
+        if pin.paused:
+            has_model = model is not None
+            await self._paused(isvc, pin, runtime_name, has_model=has_model, problem=live_problem, now=now)
+            return
+        if pin.create is not None:
+            await self.revisions.create(self._writer, pin.create)
+        runtime_obj = {"spec": pin.spec} if pin.pinning or runtime is None else runtime.obj
         source = ModelSource.from_object(model.kind, model.obj) if model is not None else None
         found = overlays.resolve(self._reader, isvc) if model is not None else overlays.OverlayResult((), ())
         plans = components.build_plans(
-            isvc, runtime.obj, source, self._config, overlays=found.mounted, runtime_name=runtime.name
+            isvc, runtime_obj, source, self._config, overlays=found.mounted, runtime_name=runtime_name
         )
         done, failure = await self._reconcile_components(isvc, plans)
         port = await self._reconcile_external_service(isvc, plans)
@@ -160,11 +200,13 @@ class InferenceServiceReconciler:
             plans=done,
             workloads=self._workloads(isvc, done),
             engine_pods=self._pods(isvc, "engine") if model is not None else (),
-            runtime_name=runtime.name,
+            runtime_name=runtime_name,
+            runtime_error=live_problem or None,
             has_model=model is not None,
             external_port=port,
             has_overlays=found.requested,
             overlays_problem="; ".join(found.problems) or None,
+            **runtime_pinning.observed_fields(pin),
         )
         await self._write_status(isvc, status.compute(isvc, observed, self._config, _rfc3339(now)))
         if failure is not None:
@@ -227,16 +269,45 @@ class InferenceServiceReconciler:
         self._recorder.event(isvc, "Normal", ttl.EVENT_REASON, ttl.message(seconds))
 
     async def _runtime_unresolved(
-        self, isvc: Obj, message: str, *, has_model: bool, now: datetime, condition: str | None = None
+        self,
+        isvc: Obj,
+        message: str,
+        *,
+        has_model: bool,
+        now: datetime,
+        condition: str | None = None,
+        event: tuple[str, str] | None = None,
     ) -> None:
         log.warning("Runtime not resolved; leaving the workloads as they are", error=message)
-        self._recorder.event(isvc, "Warning", RUNTIME_NOT_FOUND, message)
-        observed = status.Observed(plans=None, runtime_error=condition or message, has_model=has_model)
+        reason, text = event or (RUNTIME_NOT_FOUND, message)
+        self._recorder.event(isvc, "Warning", reason, text)
+        observed = status.Observed(
+            plans=None,
+            runtime_error=condition or message,
+            has_model=has_model,
+            **runtime_pinning.observed_fields(rr.carried(isvc)),
+        )
         computed = status.compute(isvc, observed, self._config, _rfc3339(now))
-        computed.pop("modelStatus", None)  # nothing new is known about the model: keep what is there
-        if has_model and (old := (isvc.get("status") or {}).get("modelStatus")) is not None:
-            computed["modelStatus"] = old
-        await self._write_status(isvc, computed)
+        await self._write_status(isvc, _keep_model_status(isvc, computed, has_model))
+
+    async def _paused(
+        self, isvc: Obj, pin: rr.Decision, runtime_name: str, *, has_model: bool, problem: str, now: datetime
+    ) -> None:
+        """The runtime drifted in a way that pauses updates: report it, touch no workload."""
+        log.info("Runtime drifted; leaving the workloads as they are", reason=pin.drift and pin.drift.reason)
+        observed = status.Observed(
+            plans=None,
+            runtime_name=runtime_name,
+            runtime_error=problem or None,
+            has_model=has_model,
+            **runtime_pinning.observed_fields(pin),
+        )
+        computed = status.compute(isvc, observed, self._config, _rfc3339(now))
+        old = isvc.get("status") or {}
+        for key in ("url", "address"):  # the workloads still serve where they did
+            if key in old:
+                computed[key] = old[key]
+        await self._write_status(isvc, _keep_model_status(isvc, computed, has_model))
 
     async def _reconcile_components(
         self, isvc: Obj, plans: Sequence[ComponentPlan]
@@ -331,6 +402,14 @@ class InferenceServiceReconciler:
         meta = isvc["metadata"]
         selector = naming.selector_labels(meta["name"], component)
         return self._reader.list(resources.PODS, meta["namespace"], label_selector=selector)
+
+
+def _keep_model_status(isvc: Mapping[str, Any], computed: Obj, has_model: bool) -> Obj:
+    """Nothing new is known about the model: keep status.modelStatus as it is."""
+    computed.pop("modelStatus", None)
+    if has_model and (old := (isvc.get("status") or {}).get("modelStatus")) is not None:
+        computed["modelStatus"] = old
+    return computed
 
 
 def _owned_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:

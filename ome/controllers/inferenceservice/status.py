@@ -1,7 +1,8 @@
 """Compute an InferenceService's status from what its workloads report (pure).
 
 Conditions: `<Component>Ready` per declared or referenced component, `IngressReady`, `RuntimeReady` (not
-for a service over referenced replicas, which has no runtime), `OverlaysReady` (with overlays) and `Ready` =
+for a service over referenced replicas, which has no runtime), `OverlaysReady` (with overlays),
+`RuntimeDrifted` (a pinned runtime, only ever True; runtime_pinning.py) and `Ready` =
 EngineReady and IngressReady (DecoderReady and RouterReady do not feed it). A component run by an
 InferenceReplica, its own or one named in spec.replicaRefs, mirrors the replica (replica_status.py); a
 referenced role without a usable replica reports `ReplicaRefMissing` or `ReplicaRefInvalid`.
@@ -76,6 +77,10 @@ class Observed:
     referenced: bool = False
     """The service fronts replicas named in spec.replicaRefs (`refs`) and declares no component."""
     refs: Sequence[RoleRef] = ()
+    pin_fields: Mapping[str, str] = field(default_factory=dict)
+    """status.pinnedRevisionName and status.lastRuntimeSyncToken (runtime pinning), when they have a value."""
+    extra_conditions: Sequence[Cond] = ()
+    """Conditions reported as given, such as RuntimeDrifted; none of them feeds Ready."""
 
 
 def virtual_status(isvc: Mapping[str, Any], config: InferenceServiceConfig, now: str) -> Obj:
@@ -100,28 +105,44 @@ def compute(isvc: Mapping[str, Any], observed: Observed, config: InferenceServic
         cond = workload_condition(plan, workload)
         conds[cond.type] = cond
         replica = (plan.name, workload) if plan.mode == modes.OMENATIVE else None
-        components[plan.component] = _component_status(isvc, plan.component, cond, config, replica)
+        if entry := _component_status(isvc, plan.component, cond, config, replica):
+            components[plan.component] = entry
     for ref in observed.refs:
         cond = ref_condition(ref)
         conds[cond.type] = cond
         fronted = (ref.replica_name, ref.replica) if ref.problem is None else None
-        components[ref.component] = _component_status(isvc, ref.component, cond, config, fronted)
+        # An empty entry is left out: server-side apply turns `{}` in this map into null, which fails.
+        if entry := _component_status(isvc, ref.component, cond, config, fronted):
+            components[ref.component] = entry
     conds[INGRESS_READY] = _ingress_condition(config)
     if not observed.referenced:
         conds[RUNTIME_READY] = _runtime_condition(observed)
     if observed.has_overlays:
         conds[OVERLAYS_READY] = _overlays_condition(observed)
+    for extra in observed.extra_conditions:
+        conds[extra.type] = extra
     conds[READY] = _ready(conds)
     status: Obj = _urls(isvc, observed, config)
     status["observedGeneration"] = isvc["metadata"].get("generation")
-    status["components"] = components
+    if components:  # apply turns an empty map into null, which the schema rejects; absent prunes it
+        status["components"] = components
     status["conditions"] = _conditions(list(conds.values()), _old_conditions(isvc), now)
     if observed.has_model:
         status["modelStatus"] = model_status(conds[READY].ok, observed.engine_pods)
+    status.update(observed.pin_fields)
     return status
 
 
-OWNED_FIELDS: Final = ("url", "address", "observedGeneration", "components", "conditions", "modelStatus")
+OWNED_FIELDS: Final = (
+    "url",
+    "address",
+    "observedGeneration",
+    "components",
+    "conditions",
+    "modelStatus",
+    "pinnedRevisionName",
+    "lastRuntimeSyncToken",
+)
 COMPONENT_FIELDS: Final = ("url", "lifecycle", "scaleTargetRef")
 """Within status.components.<c>, the fields this controller owns; other controllers report the rest."""
 

@@ -10,6 +10,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ome.controllers.inferenceservice.status import OWNED_FIELDS as OWNED_STATUS_FIELDS
 from ome.framework import errors
 from ome.framework.resources import Resource
 
@@ -71,12 +72,28 @@ class FakeWorld:
         self._rv += 1
         if subresource == "status":
             current = copy.deepcopy(self.objects[key])
-            current["status"] = {**(current.get("status") or {}), **copy.deepcopy(obj["status"])}
+            # As server-side apply does: the fields this manager owns and no longer sends are removed.
+            kept = {k: v for k, v in (current.get("status") or {}).items() if k not in OWNED_STATUS_FIELDS}
+            current["status"] = {**kept, **copy.deepcopy(obj["status"])}
         else:
             current = copy.deepcopy(obj)
             old = self.objects.get(key)
             current["metadata"]["uid"] = (old or {}).get("metadata", {}).get("uid") or f"uid-{meta['name']}"
         current["metadata"]["resourceVersion"] = str(self._rv)
+        self.objects[key] = current
+        return current
+
+    async def create(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+        meta = obj["metadata"]
+        self.writes.append(("create", res.kind, meta["name"]))
+        key = _key(res, meta["name"], namespace or meta.get("namespace"))
+        if key in self.objects:
+            raise errors.AlreadyExists(409, "AlreadyExists", f"{meta['name']} already exists")
+        self._rv += 1
+        current = copy.deepcopy(obj)
+        current["metadata"].update(
+            uid=f"uid-{meta['name']}", resourceVersion=str(self._rv), creationTimestamp="2026-01-01T00:00:00Z"
+        )
         self.objects[key] = current
         return current
 
