@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol
 
+from ome.framework.cache import NotSyncedError
 from ome.framework.reconcile import Request
 
 __all__ = [
@@ -88,9 +89,14 @@ def enqueue_mapped(mapper: Callable[[Obj], Iterable[Request]]) -> Handler:
     """
 
     def handle(event_type: EventType, obj: Obj, old: Obj | None, queue: Enqueuer) -> None:
-        requests = set(mapper(obj))
-        if old is not None:
-            requests.update(mapper(old))
+        try:
+            requests = set(mapper(obj))
+            if old is not None:
+                requests.update(mapper(old))
+        except NotSyncedError:
+            # The mapped kind is still on its first list; once synced, its own events enqueue every
+            # object, so skipping this event loses nothing.
+            return
         for req in requests:
             queue.add(req)
 

@@ -110,3 +110,12 @@ def test_enqueue_mapped_maps_old_and_new_and_dedupes() -> None:
     got = run(handlers.enqueue_mapped(by_label), "MODIFIED", new, old)
     assert sorted(got, key=str) == [Request("ns", "a"), Request("ns", "always"), Request("ns", "b")]
     assert run(handlers.enqueue_mapped(by_label), "ADDED", pod()) == []
+
+
+def test_enqueue_mapped_skips_while_the_mapped_kind_is_still_syncing() -> None:
+    from ome.framework.cache import NotSyncedError
+
+    def not_synced(obj: Obj) -> list[Request]:
+        raise NotSyncedError("informer for inferenceservices.ome.io has not synced yet")
+
+    assert run(handlers.enqueue_mapped(not_synced), "ADDED", pod()) == []
