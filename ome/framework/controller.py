@@ -28,11 +28,11 @@ from typing import Final, Protocol
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from ome.framework import handlers, ratelimit
+from ome.framework import errors, handlers, ratelimit
 from ome.framework.controller_metrics import ControllerMetrics
 from ome.framework.handlers import EventType, Handler, Obj
 from ome.framework.predicates import Predicate
-from ome.framework.reconcile import Reconciler, Request, Result, TerminalError
+from ome.framework.reconcile import Reconciler, Request, Result, RetryError, TerminalError
 from ome.framework.workqueue import ShutDown, WorkQueue
 
 __all__ = ["Controller", "Informer"]
@@ -246,7 +246,13 @@ class Controller:
             metrics.panics.inc()
         metrics.errors.inc()
         metrics.total_errors.inc()
-        self._log.error("Reconciler error", exc_info=exc)
+        if isinstance(exc, errors.Conflict):
+            # Someone else wrote first: expected under concurrency, retried from a fresh cache read.
+            self._log.info("Reconcile hit a conflict; requeued", error=str(exc))
+        elif isinstance(exc, errors.ApiError | TerminalError | RetryError):
+            self._log.error("Reconciler error", error=str(exc), error_type=type(exc).__name__)
+        else:  # anything else is a bug in a reconciler: keep the traceback
+            self._log.error("Reconciler error", exc_info=exc)
 
 
 def _is_terminal(exc: BaseException) -> bool:

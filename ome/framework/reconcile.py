@@ -36,6 +36,11 @@ class TerminalError(Exception):
     """Logged and counted, never retried: the input must change before a retry can succeed."""
 
 
+class RetryError(Exception):
+    """An expected failure (a reference not there yet, a dependency not ready): retried with backoff and
+    logged with its message, without a traceback, since it is no bug."""
+
+
 class Reconciler(Protocol):
     async def reconcile(self, req: Request) -> Result: ...
 

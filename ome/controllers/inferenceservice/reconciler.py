@@ -41,7 +41,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import converge, runtime_pinning, status, ttl
 from ome.framework import errors, resources
 from ome.framework.events import EventRecorder
-from ome.framework.reconcile import Request, Result
+from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.resources import Resource
 from ome.resolution import (
     components,
@@ -94,7 +94,7 @@ class Writer(converge.Writer, runtime_pinning.Creator, Protocol):
     pass
 
 
-class ComponentError(Exception):
+class ComponentError(RetryError):
     """A component could not be reconciled; later components were skipped."""
 
 
@@ -149,7 +149,7 @@ class InferenceServiceReconciler:
             # The webhook rejects this at create; a model deleted later lands here. Retried with backoff,
             # and the model's own watch requeues the service when it comes back.
             self._recorder.event(isvc, "Warning", MODEL_NOT_FOUND, exc.message)
-            raise
+            raise RetryError(exc.message) from exc
         live_problem = ""
         runtime: runtimes.ResolvedRuntime | None
         try:

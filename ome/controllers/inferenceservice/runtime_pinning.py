@@ -16,7 +16,7 @@ import structlog
 
 from ome.controllers.inferenceservice import status
 from ome.framework import errors, resources
-from ome.framework.reconcile import Request
+from ome.framework.reconcile import Request, RetryError
 from ome.framework.resources import Resource
 from ome.resolution import runtime_revisions as rr
 
@@ -43,7 +43,7 @@ class Creator(Protocol):
     async def create(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj: ...
 
 
-class PinError(Exception):
+class PinError(RetryError):
     """The service cannot pin its runtime at all; the workload is left as it is and the key retried."""
 
 

@@ -10,8 +10,7 @@ import pytest
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework import resources as r
-from ome.framework.reconcile import Request
-from ome.resolution import models
+from ome.framework.reconcile import Request, RetryError
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld
 from tests.unit.resolution import builders
 
@@ -86,7 +85,7 @@ async def test_missing_model_records_an_event_and_retries() -> None:
     world, recorder = FakeWorld(), FakeRecorder()
     world.put(r.CLUSTER_SERVING_RUNTIMES, builders.runtime())
     world.put(r.INFERENCE_SERVICES, builders.isvc())
-    with pytest.raises(models.ModelNotFound):
+    with pytest.raises(RetryError):
         await _reconciler(world, recorder).reconcile(REQ)
     [(kind, reason, message)] = recorder.events
     assert (kind, reason) == ("Warning", "ModelNotFound")
