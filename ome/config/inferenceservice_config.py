@@ -189,6 +189,15 @@ class AgentImageConfig(_Section):
     memory_limit: str | None = Field(default=None, alias="memoryLimit")
     cpu_request: str | None = Field(default=None, alias="cpuRequest")
     cpu_limit: str | None = Field(default=None, alias="cpuLimit")
+    auth_type: str | None = Field(default=None, alias="authType")
+    compartment_id: str | None = Field(default=None, alias="compartmentId")
+    region: str | None = None
+
+
+class FineTunedAdapterConfig(AgentImageConfig):
+    """Not written by the install: until it is added, fine-tuned serving reports what is missing."""
+
+    image: str = ""
 
 
 class InferenceServiceConfig(_Section):
@@ -202,7 +211,7 @@ class InferenceServiceConfig(_Section):
     )
     pod_disruption_budget: PDBConfig = Field(default_factory=PDBConfig, alias="podDisruptionBudget")
     model_init: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="modelInit")
-    fine_tuned_adapter: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="fineTunedAdapter")
+    fine_tuned_adapter: FineTunedAdapterConfig | None = Field(default=None, alias="fineTunedAdapter")
     cluster_domain: str = Field(default="cluster.local", alias="clusterDomain")
 
 

@@ -15,7 +15,9 @@ from typing import Any, Final
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.models import labels as model_labels
+from ome.resolution import fine_tuned as fine_tuned_weights
 from ome.resolution import modes, naming
+from ome.resolution.fine_tuned import FineTuned
 from ome.resolution.merge import MAIN_CONTAINER, apply_runner, merge_component, strategic_merge, upsert_env
 
 Obj = dict[str, Any]
@@ -107,6 +109,7 @@ def build_plans(
     *,
     overlays: Sequence[ModelSource] = (),
     runtime_name: str | None = None,
+    fine_tuned: FineTuned | None = None,
 ) -> list[ComponentPlan]:
     """One plan per declared component, engine then decoder then router."""
     spec = isvc.get("spec") or {}
@@ -120,6 +123,7 @@ def build_plans(
             config,
             overlays=overlays,
             runtime_name=runtime_name,
+            fine_tuned=fine_tuned,
         )
         for component in declared_components(isvc)
     ]
@@ -134,7 +138,9 @@ def build_plan(
     *,
     overlays: Sequence[ModelSource] = (),
     runtime_name: str | None = None,
+    fine_tuned: FineTuned | None = None,
 ) -> ComponentPlan:
+    """Raises FineTunedError when fine-tuned weights are named but the config cannot serve them."""
     meta = isvc.get("metadata") or {}
     decision = modes.resolve(component, merged, (isvc.get("spec") or {}).get("deploymentMode"))
     grace = config.deploy.termination_grace_period_seconds
@@ -144,10 +150,20 @@ def build_plan(
         _add_router_config(base, merged)
     leader, worker, size = _leader_worker(merged, grace)
     pod_specs = [s for s in (base, leader, worker) if s is not None]
-    if serves_model:
-        for pod_spec in pod_specs:
-            inject_models(pod_spec, model, overlays)
     labels = workload_labels(isvc, component, merged, runtime_name)
+    annotations = workload_annotations(isvc, merged)
+    tuned = fine_tuned if serves_model else None
+    if serves_model:
+        # Merged fine-tuned weights need no base-model files: no mount, no MODEL_PATH, no node selector.
+        base_model = None if tuned is not None and tuned.merged else model
+        for pod_spec in pod_specs:
+            inject_models(pod_spec, base_model, overlays, model_path_env=tuned is None)
+    if tuned is not None:
+        entry = fine_tuned_weights.check_config(config.fine_tuned_adapter)
+        for pod_spec in pod_specs:
+            fine_tuned_weights.inject(pod_spec, main_container(pod_spec), tuned, entry)
+        labels.update(fine_tuned_weights.pod_labels(tuned))
+        annotations.update(fine_tuned_weights.pod_annotations(tuned))
     return ComponentPlan(
         isvc=meta["name"],
         namespace=meta.get("namespace", ""),
@@ -159,7 +175,7 @@ def build_plan(
         worker_pod_spec=worker,
         worker_size=size,
         labels=labels,
-        annotations=workload_annotations(isvc, merged),
+        annotations=annotations,
         runtime_name=runtime_name,
     )
 
@@ -214,19 +230,23 @@ def main_container(pod_spec: Obj, runner: Mapping[str, Any] | None = None) -> Ob
     return containers[0]
 
 
-def inject_models(pod_spec: Obj, model: ModelSource | None, overlays: Sequence[ModelSource]) -> None:
+def inject_models(
+    pod_spec: Obj, model: ModelSource | None, overlays: Sequence[ModelSource], *, model_path_env: bool = True
+) -> None:
     """MODEL_PATH, the read-only model volume and the model-ready node selector; then the overlays.
 
-    Runtime-only InferenceServices (no model) get none of it.
+    Runtime-only InferenceServices (no model) get none of it. Fine-tuned serving sets its own MODEL_PATH.
     """
-    if model is None:
+    if model is None and not overlays:
         return
     container = main_container(pod_spec)
     selector: dict[str, str] = pod_spec.setdefault("nodeSelector", {})
-    if model.path:
-        upsert_env(container, MODEL_PATH_ENV, model.path, overwrite=False)
-        _mount(pod_spec, container, model_volume_name(model), model.path, model.path)
-    selector.update(model_labels.ready_selector(model.kind, model.name, model.namespace))
+    if model is not None:
+        if model.path:
+            if model_path_env:
+                upsert_env(container, MODEL_PATH_ENV, model.path, overwrite=False)
+            _mount(pod_spec, container, model_volume_name(model), model.path, model.path)
+        selector.update(model_labels.ready_selector(model.kind, model.name, model.namespace))
     for overlay in overlays:
         mount_path = f"{OVERLAY_ROOT}/{overlay.name}"
         if overlay.path:

@@ -161,3 +161,43 @@ async def test_ttl_deletes_the_service_and_not_a_recreated_one(
         await asyncio.sleep(3)
         still = await client.get(resources.INFERENCE_SERVICES, "short", namespace)
         assert still["metadata"]["uid"] == second["metadata"]["uid"]
+
+
+async def test_fine_tuned_merged_weights_render_the_adapter_init_container(
+    client: Client, namespace: str, ome_crds: list[str]
+) -> None:
+    import contextlib
+
+    from ome.config.inferenceservice_config import parse
+
+    config = parse({"fineTunedAdapter": (
+        '{"image": "ghcr.io/moirai-internal/ome-agent:v1.3.0", "authType": "InstancePrincipal",'
+        ' "compartmentId": "ocid1.compartment.oc1..dummy", "memoryRequest": "4Gi", "memoryLimit": "4Gi",'
+        ' "cpuRequest": "1", "cpuLimit": "1"}')})
+    ftw_name = f"finance-{namespace[-6:]}"
+    ftw = {"apiVersion": "ome.io/v1beta1", "kind": "FineTunedWeight", "metadata": {"name": ftw_name},
+           "spec": {"baseModelRef": {"name": "llama"}, "modelType": "LoRA",
+                    "hyperParameters": {"strategy": "lora"}, "configuration": {"merged_weights": True},
+                    "storage": {"storageUri": "oci://n/mycompany/b/fine-tuned/o/finance"}}}
+    async with catalog(client, namespace) as cat, running_manager(client, config):
+        await client.create(resources.FINE_TUNED_WEIGHTS, ftw)
+        try:
+            spec = {"model": {"name": cat.model, "fineTunedWeights": [ftw_name]}, "engine": {}}
+            await client.create(resources.INFERENCE_SERVICES, isvc_body("tuned", spec), namespace)
+
+            async def deployment() -> Obj | None:
+                with contextlib.suppress(errors.NotFound):
+                    return await client.get(resources.DEPLOYMENTS, "tuned-engine", namespace)
+                return None
+
+            dep = await eventually(deployment, timeout=60)
+            template = dep["spec"]["template"]
+            assert [c["name"] for c in template["spec"]["initContainers"]] == ["fine-tuned-adapter"]
+            env = {e["name"]: e["value"] for e in template["spec"]["initContainers"][0]["env"]}
+            assert env["OME_AGENT_MODEL_OBJECT_NAME"] == "finance-merged-weight"
+            assert template["metadata"]["labels"]["fine-tuned-serving-with-merged-weights"] == "true"
+            assert not any(k.startswith("models.ome.io/") for k in template["spec"].get("nodeSelector") or {})
+            await eventually(lambda: _ready(client, namespace, "tuned"), timeout=90)
+        finally:
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(resources.FINE_TUNED_WEIGHTS, ftw_name)

@@ -33,7 +33,7 @@ from ome.framework.events import EventRecorder
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.resolution import naming, replica_refs
+from ome.resolution import fine_tuned, naming, replica_refs
 
 NAME: Final = "inferenceservice"
 EVENT_SOURCE: Final = "v1beta1Controllers"
@@ -111,6 +111,20 @@ def _watch_dependencies(controller: Controller, cache: SharedCache) -> None:
         # Models report readiness in status, so their status changes matter too.
         predicate = predicates.resource_version_changed if field == "model" else changed
         controller.watches(cache.informer_for(res), _users_of(cache, field, res.namespaced), predicate)
+    weights = cache.informer_for(resources.FINE_TUNED_WEIGHTS)
+    controller.watches(weights, _fine_tuned_users(cache), predicates.generation_changed)
+
+
+def _fine_tuned_users(cache: SharedCache) -> Callable[[Obj], Iterable[Request]]:
+    """A FineTunedWeight maps to every InferenceService that names it in spec.model.fineTunedWeights."""
+
+    def mapper(obj: Obj) -> Iterable[Request]:
+        name = obj["metadata"]["name"]
+        for isvc in cache.list(resources.INFERENCE_SERVICES):
+            if name in fine_tuned.names(isvc):
+                yield Request(isvc["metadata"]["namespace"], isvc["metadata"]["name"])
+
+    return mapper
 
 
 def _watch_replicas(controller: Controller, cache: SharedCache) -> None:

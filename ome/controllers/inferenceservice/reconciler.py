@@ -45,6 +45,7 @@ from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.resources import Resource
 from ome.resolution import (
     components,
+    fine_tuned,
     models,
     modes,
     naming,
@@ -63,6 +64,7 @@ log = structlog.get_logger("ome.controllers.inferenceservice")
 
 RUNTIME_NOT_FOUND: Final = "RuntimeNotFound"
 MODEL_NOT_FOUND: Final = "ModelNotFound"
+FINE_TUNED_WEIGHT_ERROR: Final = "FineTunedWeightError"
 CHILD_RESOURCES: Final = (
     resources.DEPLOYMENTS,
     resources.SERVICES,
@@ -190,9 +192,16 @@ class InferenceServiceReconciler:
         runtime_obj = {"spec": pin.spec} if pin.pinning or runtime is None else runtime.obj
         source = ModelSource.from_object(model.kind, model.obj) if model is not None else None
         found = overlays.resolve(self._reader, isvc) if model is not None else overlays.OverlayResult((), ())
-        plans = components.build_plans(
-            isvc, runtime_obj, source, self._config, overlays=found.mounted, runtime_name=runtime_name
-        )
+        try:
+            tuned = self._fine_tuned(isvc, model)
+            plans = components.build_plans(
+                isvc, runtime_obj, source, self._config, overlays=found.mounted, runtime_name=runtime_name,
+                fine_tuned=tuned,
+            )
+        except fine_tuned.FineTunedError as exc:
+            # Nothing is rendered, so the running workload stays as it is until the input is fixed.
+            self._recorder.event(isvc, "Warning", FINE_TUNED_WEIGHT_ERROR, exc.message)
+            raise RetryError(exc.message) from exc
         done, failure = await self._reconcile_components(isvc, plans)
         port = await self._reconcile_external_service(isvc, plans)
         await self._delete_removed(isvc, {plan.component for plan in plans})
@@ -385,6 +394,13 @@ class InferenceServiceReconciler:
         )
 
     # -- cache reads -------------------------------------------------------------------------------
+
+    def _fine_tuned(self, isvc: Obj, model: models.ResolvedModel | None) -> fine_tuned.FineTuned | None:
+        wanted = fine_tuned.names(isvc)
+        if not wanted or model is None:
+            return None
+        ftw = self._reader.get_or_none(resources.FINE_TUNED_WEIGHTS, wanted[0])
+        return fine_tuned.resolve(isvc, ftw, model.obj)
 
     def _cached(self, obj: Mapping[str, Any]) -> Obj | None:
         meta = obj["metadata"]

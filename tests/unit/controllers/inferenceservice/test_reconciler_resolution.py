@@ -90,3 +90,16 @@ async def test_missing_model_records_an_event_and_retries() -> None:
     [(kind, reason, message)] = recorder.events
     assert (kind, reason) == ("Warning", "ModelNotFound")
     assert message.startswith('referenced model "llama-3-2-1b-instruct" not found in namespace "demo"')
+
+
+async def test_missing_fine_tuned_weight_records_an_event_and_renders_nothing() -> None:
+    world, recorder = FakeWorld(), FakeRecorder()
+    world.put(r.CLUSTER_BASE_MODELS, _model())
+    world.put(r.CLUSTER_SERVING_RUNTIMES, builders.runtime())
+    obj = builders.isvc()
+    obj["spec"]["model"]["fineTunedWeights"] = ["finance"]
+    world.put(r.INFERENCE_SERVICES, obj)
+    with pytest.raises(RetryError, match="No FineTunedWeight with the name: finance"):
+        await _reconciler(world, recorder).reconcile(REQ)
+    assert recorder.events == [("Warning", "FineTunedWeightError", "No FineTunedWeight with the name: finance")]
+    assert world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") is None
