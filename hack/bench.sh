@@ -11,6 +11,6 @@ echo "== no-op reconcile";       $py bench/bench_reconcile.py
 echo "== cache (fake apiserver)"; $py bench/bench_cache.py --fake --pods 2000 --churn 30000
 echo "== cache (real control plane)"
 $py bench/bench_cache.py --kubeconfig "$kubeconfig" --pods 1000 --churn 2000 --watchers 80 --node-selector type=kwok
-for b in bench/bench_admission.py bench/bench_isvc.py bench/bench_omenative.py; do
-  if [ -f "$b" ]; then echo "== $b"; $py "$b" --kubeconfig "$kubeconfig" || true; fi
-done
+echo "== admission latency";   $py bench/bench_admission.py
+echo "== InferenceService (RawDeployment)"; $py bench/bench_isvc.py --kubeconfig "$kubeconfig"
+echo "== OMENative InferenceReplicas";     $py bench/bench_omenative.py "$kubeconfig" 100
