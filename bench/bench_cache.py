@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ome.framework import errors, resources  # noqa: E402
+from ome.framework.cache import tune_gc  # noqa: E402
 from ome.framework.client import Client  # noqa: E402
 from ome.framework.informer import Informer  # noqa: E402
 from ome.framework.transforms import slim_pod  # noqa: E402
@@ -272,6 +273,7 @@ async def run(args: argparse.Namespace, client: Client) -> None:
 
 
 async def main() -> None:
+    tune_gc()  # as the manager does when it starts
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from ome.framework.cache import SharedCache
+from ome.framework.cache import SharedCache, tune_gc
 from ome.framework.client import Client
 from ome.framework.controller import Controller
 from ome.framework.leaderelection import LeaderElectionConfig, LeaderElector
@@ -91,6 +91,7 @@ class Manager:
     # ---- running -------------------------------------------------------------------------------
     async def run(self) -> None:
         """Runs until stop() or SIGTERM/SIGINT, then drains."""
+        tune_gc()  # before the first list: the initial sync allocates most of what the process will hold
         if self.options.install_signal_handlers:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
