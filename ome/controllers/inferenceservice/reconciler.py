@@ -79,17 +79,8 @@ _WORKLOAD_RESOURCES: Final = {
 }
 
 
-class Reader(Protocol):
+class Reader(runtime_pinning.Lister, Protocol):
     def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> Obj | None: ...
-
-    def list(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: Mapping[str, str] | None = None,
-        index: tuple[str, str] | None = None,
-    ) -> list[Obj]: ...
 
 
 class Writer(converge.Writer, runtime_pinning.Creator, Protocol):

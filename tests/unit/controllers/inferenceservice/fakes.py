@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from ome.controllers.inferenceservice.status import OWNED_FIELDS as OWNED_STATUS_FIELDS
@@ -116,3 +117,17 @@ class FakeRecorder:
 
     def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         self.events.append((type_, reason, message))
+
+
+def make_reconciler(
+    world: FakeWorld, recorder: FakeRecorder, *, writer: Any = None, config: Any = None,
+    now: datetime = datetime(2026, 1, 1, 0, 10, tzinfo=UTC), **options: Any,
+) -> Any:
+    """The InferenceService reconciler over `world` (reads and writes) with a fixed clock."""
+    from ome.config.inferenceservice_config import InferenceServiceConfig
+    from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
+
+    return InferenceServiceReconciler(
+        reader=world, writer=writer or world, recorder=recorder,  # type: ignore[arg-type]
+        config=config or InferenceServiceConfig(), clock=lambda: now, **options,
+    )

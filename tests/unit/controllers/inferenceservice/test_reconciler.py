@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework import resources as r
 from ome.framework.reconcile import Request
 from ome.resolution import models, modes, runtimes
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -60,13 +59,7 @@ def resolvers(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 def _reconciler(
     world: FakeWorld, recorder: FakeRecorder, *, writer: Any = None
 ) -> rec.InferenceServiceReconciler:
-    return rec.InferenceServiceReconciler(
-        reader=world,
-        writer=writer or world,
-        recorder=recorder,  # type: ignore[arg-type]
-        config=InferenceServiceConfig(),
-        clock=lambda: NOW,
-    )
+    return make_reconciler(world, recorder, writer=writer, now=NOW)  # type: ignore[no-any-return]
 
 
 def _names(world: FakeWorld, kind: str) -> set[str]:

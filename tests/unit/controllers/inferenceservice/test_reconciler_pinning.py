@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 
-from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.controllers.inferenceservice import revision_gc, runtime_pinning
 from ome.framework import resources as r
 from ome.framework.reconcile import Request
 from ome.resolution import runtime_revisions as rr
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -38,14 +37,7 @@ def recorder() -> FakeRecorder:
 
 
 def _reconciler(world: FakeWorld, recorder: FakeRecorder) -> rec.InferenceServiceReconciler:
-    return rec.InferenceServiceReconciler(
-        reader=world,
-        writer=world,
-        recorder=recorder,  # type: ignore[arg-type]
-        config=InferenceServiceConfig(),
-        clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
-        config_namespace=CONFIG_NS,
-    )
+    return make_reconciler(world, recorder, now=datetime(2026, 1, 1, tzinfo=UTC), config_namespace=CONFIG_NS)
 
 
 def _pinned_isvc(**ref: Any) -> Obj:

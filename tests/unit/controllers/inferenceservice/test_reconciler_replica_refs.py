@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
-from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import controller
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework import resources as r
 from ome.framework.reconcile import Request
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -32,13 +31,7 @@ def recorder() -> FakeRecorder:
 
 
 def _reconciler(world: FakeWorld, recorder: FakeRecorder) -> rec.InferenceServiceReconciler:
-    return rec.InferenceServiceReconciler(
-        reader=world,
-        writer=world,
-        recorder=recorder,  # type: ignore[arg-type]
-        config=InferenceServiceConfig(),
-        clock=lambda: NOW,
-    )
+    return make_reconciler(world, recorder, now=NOW)  # type: ignore[no-any-return]
 
 
 def fronting(name: str = "fronted", **refs: list[str]) -> Obj:

@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework import resources as r
 from ome.framework.reconcile import Request, RetryError
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -19,13 +18,7 @@ REQ = Request("demo", "llama")
 
 
 def _reconciler(world: FakeWorld, recorder: FakeRecorder) -> rec.InferenceServiceReconciler:
-    return rec.InferenceServiceReconciler(
-        reader=world,
-        writer=world,
-        recorder=recorder,  # type: ignore[arg-type]
-        config=InferenceServiceConfig(),
-        clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
-    )
+    return make_reconciler(world, recorder, now=datetime(2026, 1, 1, tzinfo=UTC))  # type: ignore[no-any-return]
 
 
 def _model() -> Obj:
