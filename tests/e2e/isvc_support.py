@@ -133,21 +133,19 @@ class CountingWriter:
         return await self.client.delete(res, name, namespace, **kwargs)
 
 
+def in_process_manager(client: Client) -> Manager:
+    """A manager inside the test process: no servers, no Lease, no signal handlers."""
+    return Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
+                                          leader_election=None, install_signal_handlers=False))
+
+
 @contextlib.asynccontextmanager
 async def running_manager(
     client: Client, config: InferenceServiceConfig | None = None, *, config_namespace: str = "ome"
 ) -> AsyncIterator[tuple[Controller, CountingWriter]]:
     from ome.controllers.inferenceservice import controller as isvc_controller
 
-    manager = Manager(
-        client,
-        ManagerOptions(
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            leader_election=None,
-            install_signal_handlers=False,
-        ),
-    )
+    manager = in_process_manager(client)
     ctrl = isvc_controller.add_to_manager(
         manager,
         config or InferenceServiceConfig(),

@@ -20,10 +20,9 @@ from ome.controllers.inferenceservice import controller as isvc_controller
 from ome.framework import errors, resources
 from ome.framework.client import Client
 from ome.framework.controller import Controller
-from ome.framework.manager import Manager, ManagerOptions
 from ome.framework.reconcile import Request
 from ome.omenative.settings import InferenceReplicaSettings
-from tests.e2e.isvc_support import CountingWriter, condition, eventually
+from tests.e2e.isvc_support import CountingWriter, condition, eventually, in_process_manager
 
 Obj = dict[str, Any]
 pytestmark = pytest.mark.usefixtures("ome_crds")
@@ -69,15 +68,7 @@ def fronting_service(name: str, replica: str) -> Obj:
 
 @contextlib.asynccontextmanager
 async def both_controllers(client: Client) -> AsyncIterator[tuple[Controller, CountingWriter]]:
-    manager = Manager(
-        client,
-        ManagerOptions(
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            leader_election=None,
-            install_signal_handlers=False,
-        ),
-    )
+    manager = in_process_manager(client)
     ctrl = isvc_controller.add_to_manager(manager, InferenceServiceConfig(), max_concurrent_reconciles=2)
     inferencereplica.add_to_manager(manager, InferenceReplicaSettings(status_encoding="Rows"))
     writer = CountingWriter(client)

@@ -19,10 +19,9 @@ from typing import Any
 from ome.controllers import nodeagent
 from ome.framework import errors, resources
 from ome.framework.client import Client
-from ome.framework.manager import Manager, ManagerOptions
 from ome.framework.reconcile import Request
 from ome.models import labels
-from tests.e2e.isvc_support import create_when_served, eventually
+from tests.e2e.isvc_support import create_when_served, eventually, in_process_manager
 from tests.support.fake_hub import FakeHub, Repo, tiny_llama_files
 
 Obj = dict[str, Any]
@@ -43,8 +42,7 @@ class CountingWriter:
 
 @contextlib.asynccontextmanager
 async def reconciler(client: Client, namespace: str) -> AsyncIterator[tuple[Any, CountingWriter]]:
-    manager = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
-                                             leader_election=None, install_signal_handlers=False))
+    manager = in_process_manager(client)
     [ctrl] = nodeagent.add_to_manager(manager, config_namespace=namespace)
     writer = CountingWriter(client)
     ctrl._reconciler._writer = writer  # type: ignore[attr-defined]
