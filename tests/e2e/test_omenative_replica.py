@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from ome.controllers.inferencereplica import add_to_manager
+from ome.devcluster import paths
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
@@ -107,12 +109,25 @@ def env(pod: Obj) -> dict[str, str]:
     return {e["name"]: e.get("value", "") for e in pod["spec"]["containers"][0]["env"]}
 
 
-async def test_single_pod_instance_reaches_ready(client: Client, namespace: str, manager: Manager) -> None:
+async def test_single_pod_instance_reaches_ready(
+    client: Client, namespace: str, manager: Manager, kubeconfig: Path
+) -> None:
     await client.create(
         INFERENCE_REPLICAS,
         replica("solo-engine", [{"name": "default", "size": 1, "template": template()}]),
         namespace,
     )
+    # What users run: kubectl waits on the replica's Ready condition.
+    built = paths.bin_dir() / "kubectl"
+    kubectl = built if built.is_file() else Path(shutil.which("kubectl") or "kubectl")
+    waited = await asyncio.create_subprocess_exec(
+        str(kubectl), "--kubeconfig", str(kubeconfig), "-n", namespace, "wait", "--for=condition=Ready",
+        "inferencereplica/solo-engine", "--timeout=90s",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await waited.communicate()
+    assert waited.returncode == 0, out.decode()
+    assert "condition met" in out.decode()
     obj = await wait_ready(client, namespace, "solo-engine", 1)
     pods = await pods_of(client, namespace)
     pod = pods["solo-engine-0-default-0"]
