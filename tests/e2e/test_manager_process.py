@@ -200,3 +200,21 @@ async def test_three_managers_under_their_rbac_serve_and_hand_over(
             m.stop()
     for m in managers:
         assert "Traceback" not in m.log.read_text(), m.log.read_text()[-3000:]
+
+
+async def test_invalid_config_exits_non_zero_with_a_clear_message(
+    admin_api: KubeApi, kubeconfig: Path, namespace: str
+) -> None:
+    admin_api.create(f"/api/v1/namespaces/{namespace}/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "inferenceservice-config"},
+        "data": {"deploy": '{"defaultDeploymentMode": "Serverlessish"}'},
+    })
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "ome.cmd.manager", "--kubeconfig", str(kubeconfig), "--config-namespace",
+         namespace, "--webhook-port", "0", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode != 0
+    assert "Failed to initialize deployment configuration" in done.stderr
+    assert "Traceback" not in done.stderr
