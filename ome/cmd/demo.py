@@ -184,6 +184,25 @@ async def wait_webhooks(client: Client, timeout: float, procs: Processes) -> Non
     raise DemoError(f"the manager registered no webhook configuration within {timeout:.0f}s")
 
 
+async def wait_model_ready(client: Client, name: str, progress: Progress, procs: Processes,
+                           timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    state = ""
+    while time.monotonic() < deadline:
+        procs.check()
+        obj = await client.get(resources.CLUSTER_BASE_MODELS, name)
+        now = (obj.get("status") or {}).get("state") or "(no status yet)"
+        if now != state:
+            progress(f"ClusterBaseModel {name}: {now}")
+            state = now
+        if now == "Ready" and ((obj.get("spec") or {}).get("modelFormat") or {}).get("name"):
+            return
+        if now == "Failed":
+            raise DemoError(f"ClusterBaseModel {name} failed on {MODEL_NODE}; see the model agent's log")
+        await asyncio.sleep(0.3)
+    raise DemoError(f"ClusterBaseModel {name} was not Ready within {timeout:.0f}s")
+
+
 async def create_isvc(client: Client, isvc: Obj, timeout: float) -> None:
     """Apply the InferenceService; right after registration the webhook may need a moment."""
     deadline = time.monotonic() + timeout
@@ -197,19 +216,13 @@ async def create_isvc(client: Client, isvc: Obj, timeout: float) -> None:
             await asyncio.sleep(0.5)
 
 
-async def follow(client: Client, name: str, namespace: str, model: str, progress: Progress,
-                 procs: Processes, timeout: float) -> Obj:
-    """Print each change of the model's state and the InferenceService's conditions until it is Ready."""
+async def follow(client: Client, name: str, namespace: str, progress: Progress, procs: Processes,
+                 timeout: float) -> Obj:
+    """Print each change of the InferenceService's conditions until it is Ready."""
     deadline = time.monotonic() + timeout
     seen: tuple[str, ...] = ()
-    model_state = ""
     while time.monotonic() < deadline:
         procs.check()
-        cbm = await client.get(resources.CLUSTER_BASE_MODELS, model)
-        state = (cbm.get("status") or {}).get("state") or "(no status yet)"
-        if state != model_state:
-            progress(f"ClusterBaseModel {model}: {state}")
-            model_state = state
         try:
             isvc = await client.get(resources.INFERENCE_SERVICES, name, namespace)
         except errors.NotFound:
@@ -267,14 +280,16 @@ async def run_demo(args: argparse.Namespace, procs: Processes, progress: Progres
         await wait_http_ok(f"http://127.0.0.1:{probe_port}/readyz", 60, procs)
         await wait_webhooks(client, 30, procs)
         progress("ome-manager ready; admission webhooks registered with the apiserver")
+        # As the docs say: wait for the model before serving it (runtime matching needs the format the
+        # agent reads from the model's files).
+        await wait_model_ready(client, model["metadata"]["name"], progress, procs, 120)
 
         isvc = load_sample(ISVC_SAMPLE)
         name, namespace = isvc["metadata"]["name"], isvc["metadata"]["namespace"]
         await ensure_namespace(client, namespace)
         await create_isvc(client, isvc, 30)
         progress(f"applied InferenceService {namespace}/{name} (spec: model {name}, engine {{}})")
-        ready = await follow(client, name, namespace, model["metadata"]["name"], progress, procs,
-                             args.timeout)
+        ready = await follow(client, name, namespace, progress, procs, args.timeout)
         url = (ready.get("status") or {}).get("url", "")
         progress(f"InferenceService {namespace}/{name} is Ready after {progress.elapsed:.1f}s; url {url}")
         return {"kubeconfig": str(kubeconfig), "name": name, "namespace": namespace}
@@ -315,10 +330,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = asyncio.run(run_demo(args, procs, progress))
         kc, ns, name = result["kubeconfig"], result["namespace"], result["name"]
-        print(f"\nOME is serving {ns}/{name} on the local cluster. Try:\n"
-              f"  export KUBECONFIG={kc}\n"
+        tools = f"{Path(sys.executable).parent}:{paths.bin_dir()}"  # kubectl-ome, and a kubectl >= 1.35
+        print(f"\nOME is serving {ns}/{name} on the local cluster. In another shell:\n"
+              f"  export KUBECONFIG={kc} PATH={tools}:$PATH\n"
               f"  kubectl get inferenceservices,deployments,pods -n {ns}\n"
-              f"  .venv/bin/kubectl-ome status {name} -n {ns}\n"
+              f"  kubectl ome status {name} -n {ns}\n"
+              f"  kubectl ome runtime effective {name} -n {ns}\n"
               f"Logs: {procs.logs}\n", flush=True)
         if not args.exit_when_ready:
             print("Press Ctrl-C to stop the manager, the agent and the cluster.", flush=True)

