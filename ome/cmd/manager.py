@@ -86,6 +86,9 @@ async def run(args: argparse.Namespace) -> int:
             election = LeaderElectionConfig(
                 lease_name=args.leader_election_id,
                 lease_namespace=args.leader_election_namespace or args.config_namespace,
+                # The process exits once the manager stops, so handing the Lease back is safe, and a
+                # rolling update then moves leadership at once instead of after the lease duration.
+                release_on_cancel=True,
             )
         manager = Manager(client, ManagerOptions(
             metrics_bind_address=args.metrics_bind_address,

@@ -194,6 +194,16 @@ async def test_three_managers_under_their_rbac_serve_and_hand_over(
 
             await eventually(recreated, timeout=60)
             await eventually(lambda: _ready(client, namespace, "llama"), timeout=90)
+
+            # A clean stop (SIGTERM, as in a rolling update) hands the Lease back: the last standby
+            # leads well before the 15 s lease duration would run out.
+            second = await eventually(lambda: _leader(rest), timeout=10)
+            last = next(m for m in rest if m is not second)
+            loop = asyncio.get_running_loop()
+            stopped = loop.time()
+            await asyncio.to_thread(second.stop)
+            await eventually(lambda: _leader([last]), timeout=10, interval=0.2)
+            assert loop.time() - stopped < 10
             await client.delete(resources.INFERENCE_SERVICES, "llama", namespace)
     finally:
         for m in managers:
