@@ -12,14 +12,16 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import structlog
 
 from ome.cmd import wiring
+from ome.controllers.inferencereplica.reconciler import parse_duration
 from ome.framework import errors
 from ome.framework.client import Client
-from ome.framework.leaderelection import LeaderElectionConfig
+from ome.framework.leaderelection import ACQUIRE_JITTER, LeaderElectionConfig
 from ome.framework.log_setup import configure_logging
 from ome.framework.manager import Manager, ManagerOptions
 from ome.framework.webhook_server import WebhookServer
@@ -29,6 +31,19 @@ log = structlog.get_logger("setup")
 
 LEADER_ELECTION_ID = "ome-controller-manager-leader-lock"
 DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
+
+
+def _duration(value: str) -> float:
+    seconds = parse_duration(value) if value and value[-1] in "hms" else None
+    if seconds is None or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive duration such as 90s, 5m or 72h")
+    return seconds
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive integer")
+    return int(value)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -56,12 +71,30 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="Secret of the bootstrapped certificate (the generated Role names the default)")
     p.add_argument("--leader-elect", action="store_true", help="run controllers only while holding the Lease")
     p.add_argument("--leader-election-id", default=LEADER_ELECTION_ID)
+    p.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0,
+                   help="how long a standby waits before taking over an unrenewed Lease (e.g. 60s)")
+    p.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0,
+                   help="how long the leader retries renewing before it steps down")
+    p.add_argument("--leader-elect-retry-period", type=_duration, default=2.0,
+                   help="time between renew and acquire attempts")
+    p.add_argument("--inferenceservice-max-concurrent-reconciles", type=_positive, default=4)
+    p.add_argument("--inferencereplica-max-concurrent-reconciles", type=_positive, default=4)
+    p.add_argument("--runtime-revision-retention", type=_positive, default=10,
+                   help="newest runtime revisions kept per runtime name, besides those in use")
+    p.add_argument("--runtime-revision-grace-period", type=_duration, default=24 * 3600.0,
+                   help="how long an unreferenced runtime revision stays marked before deletion (e.g. 72h)")
     p.add_argument("--leader-election-namespace", default=None, help="default: the config namespace")
     p.add_argument("--config-namespace", default=os.environ.get("POD_NAMESPACE", "ome"),
                    help="namespace of the inferenceservice-config ConfigMap (env POD_NAMESPACE)")
     p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
     p.add_argument("--log-level", default="info")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    lease, renew, retry = (args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
+                           args.leader_elect_retry_period)
+    if not (lease > renew > ACQUIRE_JITTER * retry):
+        p.error(f"Invalid leader election timing: lease duration ({lease:g}s) must exceed the renew deadline "
+                f"({renew:g}s), which must exceed {ACQUIRE_JITTER:g} x the retry period ({retry:g}s)")
+    return args
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -86,6 +119,9 @@ async def run(args: argparse.Namespace) -> int:
             election = LeaderElectionConfig(
                 lease_name=args.leader_election_id,
                 lease_namespace=args.leader_election_namespace or args.config_namespace,
+                lease_duration=args.leader_elect_lease_duration,
+                renew_deadline=args.leader_elect_renew_deadline,
+                retry_period=args.leader_elect_retry_period,
                 # The process exits once the manager stops, so handing the Lease back is safe, and a
                 # rolling update then moves leadership at once instead of after the lease duration.
                 release_on_cancel=True,
@@ -95,6 +131,10 @@ async def run(args: argparse.Namespace) -> int:
             health_probe_bind_address=args.health_probe_bind_address,
             leader_election=election, webhook_server=webhook,
         ))
+        settings.inferenceservice_workers = args.inferenceservice_max_concurrent_reconciles
+        settings.inferencereplica_workers = args.inferencereplica_max_concurrent_reconciles
+        settings.revision_retention = args.runtime_revision_retention
+        settings.revision_grace = timedelta(seconds=args.runtime_revision_grace_period)
         wiring.add_controllers(manager, settings)
         registered: list[wiring.Registration] = []
         if webhook is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import timedelta
 from pathlib import Path
 
 import structlog
@@ -30,6 +32,11 @@ class Settings:
 
     def __init__(self, config: InferenceServiceConfig, *, lws_served: bool, config_namespace: str,
                  pod_monitor_served: bool = False) -> None:
+        # Command-line tuning; ome-manager sets these from its flags.
+        self.inferenceservice_workers = 4
+        self.inferencereplica_workers = 4
+        self.revision_retention = 10
+        self.revision_grace = timedelta(hours=24)
         self.config = config
         self.lws_served = lws_served
         self.config_namespace = config_namespace
@@ -65,8 +72,13 @@ async def load_settings(client: Client, namespace: str) -> Settings:
 
 def add_controllers(manager: Manager, settings: Settings) -> None:
     inferenceservice.add_to_manager(manager, settings.config, lws_served=settings.lws_served,
-                                    config_namespace=settings.config_namespace)
-    inferencereplica.add_to_manager(manager, settings.replica_settings())
+                                    config_namespace=settings.config_namespace,
+                                    max_concurrent_reconciles=settings.inferenceservice_workers,
+                                    revision_retention=settings.revision_retention,
+                                    revision_grace=settings.revision_grace)
+    replica = dataclasses.replace(settings.replica_settings(),
+                                  max_concurrent_reconciles=settings.inferencereplica_workers)
+    inferencereplica.add_to_manager(manager, replica)
     from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
 
     nodeagent.add_to_manager(manager, config_namespace=settings.config_namespace)

@@ -21,6 +21,7 @@ A second controller, `runtime-revision-gc` (revision_gc.py), prunes the runtime 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
 from typing import Any, Final, Protocol
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
@@ -60,6 +61,8 @@ def add_to_manager(
     lws_served: bool = False,
     max_concurrent_reconciles: int = 4,
     config_namespace: str = "ome",
+    revision_retention: int = revision_gc.DEFAULT_RETENTION,
+    revision_grace: timedelta = revision_gc.DEFAULT_GRACE,
 ) -> Controller:
     """Register the controller; `lws_served` says whether the LeaderWorkerSet CRD is served
     (check it once at startup with `client.is_served(resources.LEADER_WORKER_SETS)`). Runtime revisions
@@ -96,7 +99,8 @@ def add_to_manager(
         runtime_revisions, runtime_pinning.pinned_services(cache), predicates.resource_version_changed
     )
     manager.add_controller(controller)
-    revision_gc.add_to_manager(manager, cache, manager.client, config_namespace=config_namespace)
+    revision_gc.add_to_manager(manager, cache, manager.client, config_namespace=config_namespace,
+                               retention=revision_retention, grace=revision_grace)
     return controller
 
 
