@@ -40,6 +40,10 @@ def _duration(value: str) -> float:
     return seconds
 
 
+def _duration_or_zero(value: str) -> float:
+    return 0.0 if value.strip() in ("0", "0s") else _duration(value)
+
+
 def _positive(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not a positive integer")
@@ -77,6 +81,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="how long the leader retries renewing before it steps down")
     p.add_argument("--leader-elect-retry-period", type=_duration, default=2.0,
                    help="time between renew and acquire attempts")
+    p.add_argument("--config-cache-ttl", type=_duration_or_zero, default=30.0,
+                   help="how long reconcilers use a read of inferenceservice-config before re-reading it "
+                        '("0": every reconcile)')
     p.add_argument("--inferenceservice-max-concurrent-reconciles", type=_positive, default=4)
     p.add_argument("--inferencereplica-max-concurrent-reconciles", type=_positive, default=4)
     p.add_argument("--runtime-revision-retention", type=_positive, default=10,
@@ -135,6 +142,7 @@ async def run(args: argparse.Namespace) -> int:
         settings.inferencereplica_workers = args.inferencereplica_max_concurrent_reconciles
         settings.revision_retention = args.runtime_revision_retention
         settings.revision_grace = timedelta(seconds=args.runtime_revision_grace_period)
+        settings.config_cache_ttl = args.config_cache_ttl
         wiring.add_controllers(manager, settings)
         registered: list[wiring.Registration] = []
         if webhook is not None:

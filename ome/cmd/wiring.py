@@ -9,6 +9,7 @@ from pathlib import Path
 import structlog
 
 from ome.config import inferenceservice_config as isvc_config
+from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig, UpdateRetry
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferencereplica.reconciler import parse_duration
@@ -37,6 +38,7 @@ class Settings:
         self.inferencereplica_workers = 4
         self.revision_retention = 10
         self.revision_grace = timedelta(hours=24)
+        self.config_cache_ttl = 30.0
         self.config = config
         self.lws_served = lws_served
         self.config_namespace = config_namespace
@@ -71,11 +73,14 @@ async def load_settings(client: Client, namespace: str) -> Settings:
 
 
 def add_controllers(manager: Manager, settings: Settings) -> None:
+    source = ConfigSource(manager.client, settings.config_namespace, settings.config,
+                          ttl=settings.config_cache_ttl)
     inferenceservice.add_to_manager(manager, settings.config, lws_served=settings.lws_served,
                                     config_namespace=settings.config_namespace,
                                     max_concurrent_reconciles=settings.inferenceservice_workers,
                                     revision_retention=settings.revision_retention,
-                                    revision_grace=settings.revision_grace)
+                                    revision_grace=settings.revision_grace,
+                                    config_source=source)
     replica = dataclasses.replace(settings.replica_settings(),
                                   max_concurrent_reconciles=settings.inferencereplica_workers)
     inferencereplica.add_to_manager(manager, replica)

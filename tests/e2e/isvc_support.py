@@ -141,7 +141,8 @@ def in_process_manager(client: Client) -> Manager:
 
 @contextlib.asynccontextmanager
 async def running_manager(
-    client: Client, config: InferenceServiceConfig | None = None, *, config_namespace: str = "ome"
+    client: Client, config: InferenceServiceConfig | None = None, *, config_namespace: str = "ome",
+    config_source: Any = None,
 ) -> AsyncIterator[tuple[Controller, CountingWriter]]:
     from ome.controllers.inferenceservice import controller as isvc_controller
 
@@ -151,6 +152,7 @@ async def running_manager(
         config or InferenceServiceConfig(),
         max_concurrent_reconciles=2,
         config_namespace=config_namespace,
+        config_source=config_source,
     )
     writer = CountingWriter(client)
     ctrl._reconciler._writer = writer  # type: ignore[attr-defined]  # count writes without touching the client

@@ -201,3 +201,42 @@ async def test_fine_tuned_merged_weights_render_the_adapter_init_container(
         finally:
             with contextlib.suppress(errors.NotFound):
                 await client.delete(resources.FINE_TUNED_WEIGHTS, ftw_name)
+
+
+async def test_config_map_edit_applies_at_the_next_reconcile(
+    client: Client, namespace: str, ome_crds: list[str]
+) -> None:
+    import contextlib
+
+    from ome.config.config_source import ConfigSource
+    from ome.config.inferenceservice_config import InferenceServiceConfig
+
+    def configmap(grace: int) -> Obj:
+        deploy = f'{{"defaultDeploymentMode": "RawDeployment", "terminationGracePeriodSeconds": {grace}}}'
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "inferenceservice-config"},
+                "data": {"deploy": deploy}}
+
+    await client.create(resources.CONFIGMAPS, configmap(600), namespace)
+    source = ConfigSource(client, namespace, InferenceServiceConfig(), ttl=0)
+    async with catalog(client, namespace) as cat, running_manager(client, config_source=source):
+        spec = {"model": {"name": cat.model}, "engine": {}}
+        await client.create(resources.INFERENCE_SERVICES, isvc_body("cfg", spec), namespace)
+
+        async def grace() -> int | None:
+            with contextlib.suppress(errors.NotFound):
+                dep = await client.get(resources.DEPLOYMENTS, "cfg-engine", namespace)
+                value: int = dep["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+                return value
+            return None
+
+        assert await eventually(grace, timeout=60) == 600
+        await client.apply(resources.CONFIGMAPS, {**configmap(120), "metadata": {
+            "name": "inferenceservice-config", "namespace": namespace}}, field_manager="e2e", force=True)
+        # The edit alone starts no reconcile (as documented); a change to the service does.
+        await client.patch(resources.INFERENCE_SERVICES, "cfg", {"metadata": {"labels": {"touched": "yes"}}},
+                           namespace)
+        await eventually(lambda: _equals(grace, 120), timeout=60)
+
+
+async def _equals(check: Any, expected: Any) -> bool:
+    return bool(await check() == expected)

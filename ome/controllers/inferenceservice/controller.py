@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Final, Protocol
 
+from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import revision_gc, runtime_pinning
 from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
@@ -63,6 +64,7 @@ def add_to_manager(
     config_namespace: str = "ome",
     revision_retention: int = revision_gc.DEFAULT_RETENTION,
     revision_grace: timedelta = revision_gc.DEFAULT_GRACE,
+    config_source: ConfigSource | None = None,
 ) -> Controller:
     """Register the controller; `lws_served` says whether the LeaderWorkerSet CRD is served
     (check it once at startup with `client.is_served(resources.LEADER_WORKER_SETS)`). Runtime revisions
@@ -75,6 +77,7 @@ def add_to_manager(
         config=config,
         lws_served=lws_served,
         config_namespace=config_namespace,
+        config_source=config_source,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     spec_or_meta = predicates.or_(

@@ -37,6 +37,7 @@ from typing import Any, Final, Protocol
 
 import structlog
 
+from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import converge, runtime_pinning, status, ttl
 from ome.framework import errors, resources
@@ -106,7 +107,9 @@ class InferenceServiceReconciler:
         lws_served: bool = False,
         clock: Callable[[], datetime] = _utcnow,
         config_namespace: str = "ome",
+        config_source: ConfigSource | None = None,
     ) -> None:
+        self._config_source = config_source
         self._reader = reader
         self._writer = writer
         self._recorder = recorder
@@ -117,6 +120,8 @@ class InferenceServiceReconciler:
         self.children = CHILD_RESOURCES + ((resources.LEADER_WORKER_SETS,) if lws_served else ())
 
     async def reconcile(self, req: Request) -> Result:
+        if self._config_source is not None:  # a ConfigMap edit applies from the next reconcile on
+            self._config = await self._config_source.current()
         isvc = self._reader.get_or_none(resources.INFERENCE_SERVICES, req.name, req.namespace)
         if isvc is None or (isvc.get("metadata") or {}).get("deletionTimestamp"):
             return Result()
