@@ -24,6 +24,7 @@ from ome.framework.client import Client
 from ome.framework.leaderelection import ACQUIRE_JITTER, LeaderElectionConfig
 from ome.framework.log_setup import configure_logging
 from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.transport import ClientSettings
 from ome.framework.webhook_server import WebhookServer
 from ome.webhooks import cert_bootstrap, registry
 
@@ -84,6 +85,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--config-cache-ttl", type=_duration_or_zero, default=30.0,
                    help="how long reconcilers use a read of inferenceservice-config before re-reading it "
                         '("0": every reconcile)')
+    p.add_argument("--kube-api-qps", type=float, default=100.0,
+                   help="requests per second to the API server, beyond the burst (0: unlimited)")
+    p.add_argument("--kube-api-burst", type=int, default=None,
+                   help="requests allowed at once above --kube-api-qps (default 200 with the default QPS)")
     p.add_argument("--inferenceservice-max-concurrent-reconciles", type=_positive, default=4)
     p.add_argument("--inferencereplica-max-concurrent-reconciles", type=_positive, default=4)
     p.add_argument("--runtime-revision-retention", type=_positive, default=10,
@@ -96,6 +101,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
     p.add_argument("--log-level", default="info")
     args = p.parse_args(argv)
+    if args.kube_api_burst is None:
+        if args.kube_api_qps not in (0, 100.0):
+            p.error("--kube-api-qps needs --kube-api-burst: set them together")
+        args.kube_api_burst = 200 if args.kube_api_qps else 0
+    if args.kube_api_qps < 0 or (args.kube_api_qps > 0 and args.kube_api_burst < 1):
+        p.error("--kube-api-qps must be >= 0 and --kube-api-burst >= 1 when a QPS is set")
     lease, renew, retry = (args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
                            args.leader_elect_retry_period)
     if not (lease > renew > ACQUIRE_JITTER * retry):
@@ -105,7 +116,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await Client.from_environment(args.kubeconfig)
+    client = await Client.from_environment(
+        args.kubeconfig, ClientSettings(qps=args.kube_api_qps, burst=args.kube_api_burst)
+    )
     try:
         try:
             settings = await wiring.load_settings(client, args.config_namespace)

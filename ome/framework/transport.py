@@ -27,11 +27,13 @@ import structlog
 from kubernetes_asyncio.client import Configuration
 
 from ome.framework import errors
+from ome.framework.ratelimit import BucketRateLimiter
 
 JSON: Final = "application/json"
 Query = Sequence[tuple[str, str]]
 
 _log = structlog.get_logger(__name__)
+SLOW_THROTTLE: Final = 1.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,12 +58,18 @@ class ClientSettings:
     """Seconds of silence after which a watch socket counts as dead: 2x the 60 s bookmark cadence."""
     read_bufsize: int = 2**21
     """aiohttp read buffer; watch lines up to twice this are accepted (etcd allows 1.5 MiB objects)."""
+    qps: float = 0.0
+    """Client-side rate limit on requests (watches excepted), as client-go's QPS; 0 is unlimited."""
+    burst: int = 0
+    """Requests allowed at once above `qps`; needed whenever `qps` is set."""
 
     def __post_init__(self) -> None:
         if self.timeout <= 0 or self.connect_timeout <= 0 or self.watch_sock_read <= 0:
             raise ValueError("timeouts must be positive")
         if self.max_retries < 0:
             raise ValueError("max_retries must not be negative")
+        if self.qps < 0 or (self.qps > 0 and self.burst < 1):
+            raise ValueError("a qps limit needs a burst of at least 1")
 
 
 def parse_warning(value: str) -> str:
@@ -89,6 +97,9 @@ class Transport:
     def __init__(self, configuration: Configuration, settings: ClientSettings | None = None) -> None:
         self._config = configuration
         self._settings = settings or ClientSettings()
+        self._throttle = (
+            BucketRateLimiter(self._settings.qps, self._settings.burst) if self._settings.qps > 0 else None
+        )
         self._host = str(configuration.host).rstrip("/")
         self._ssl = _ssl_context(configuration) if self._host.startswith("https:") else None
         self._extra: dict[str, Any] = {}
@@ -134,6 +145,10 @@ class Transport:
         client_timeout = aiohttp.ClientTimeout(total=total, sock_connect=self._settings.connect_timeout)
         session = self._session()
         for attempt in range(self._settings.max_retries + 1):
+            if self._throttle is not None and (delay := self._throttle.when(None)) > 0:
+                if delay > SLOW_THROTTLE:  # client-go's message: the QPS/burst limit is too low
+                    _log.info("Waited before sending request", delay=round(delay, 3), verb=method, url=path)
+                await asyncio.sleep(delay)
             headers = await self._headers(accept, content_type)
             try:
                 async with session.request(

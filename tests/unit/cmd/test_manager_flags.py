@@ -44,3 +44,11 @@ def test_invalid_leader_election_timing_exits_with_the_documented_message(
 def test_bad_values_are_rejected(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         manager.parse_args(argv)
+
+
+def test_api_rate_limit_defaults_to_the_charts_and_needs_both_values() -> None:
+    args = manager.parse_args([])
+    assert (args.kube_api_qps, args.kube_api_burst) == (100.0, 200)
+    assert manager.parse_args(["--kube-api-qps=200", "--kube-api-burst=400"]).kube_api_burst == 400
+    with pytest.raises(SystemExit):
+        manager.parse_args(["--kube-api-qps=200"])

@@ -459,3 +459,20 @@ async def test_from_incluster_uses_the_service_account_token_and_ca(
         with pytest.raises(errors.NotFound):
             await client.get(resources.CONFIGMAPS, "c", "default")
     assert tls_fake.requests[-1].headers["Authorization"] == "Bearer sa-token"
+
+
+async def test_qps_limit_spaces_requests_after_the_burst(fake: FakeApiServer) -> None:
+    import time
+
+    async with make_client(fake, qps=20.0, burst=5) as limited:
+        await limited.create(resources.CONFIGMAPS, cm("q"))
+        started = time.monotonic()
+        for _ in range(14):  # 4 left in the burst, then 10 at 20/s: about 0.5 s
+            await limited.get(resources.CONFIGMAPS, "q", "default")
+        took = time.monotonic() - started
+    assert 0.4 <= took < 2.0
+
+
+def test_qps_without_burst_is_rejected() -> None:
+    with pytest.raises(ValueError, match="burst"):
+        ClientSettings(qps=10.0)
