@@ -36,6 +36,7 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "configmaps"): ("get",),  # inferenceservice-config, read once at startup
     ("", "persistentvolumeclaims"): READ,
     ("apps", "deployments"): WRITE,
+    ("networking.k8s.io", "ingresses"): WRITE,
     ("apps", "controllerrevisions"): WRITE,
     ("autoscaling", "horizontalpodautoscalers"): WRITE,
     ("policy", "poddisruptionbudgets"): WRITE,

@@ -240,3 +240,25 @@ async def test_config_map_edit_applies_at_the_next_reconcile(
 
 async def _equals(check: Any, expected: Any) -> bool:
     return bool(await check() == expected)
+
+
+async def test_ingress_creation_on_routes_through_an_ingress(
+    client: Client, namespace: str, ome_crds: list[str]
+) -> None:
+    from ome.config.inferenceservice_config import parse
+
+    config = parse({"ingress": '{"disableIngressCreation": false, "ingressDomain": "example.com",'
+                               ' "ingressClassName": "nginx"}'})
+    async with catalog(client, namespace) as cat, running_manager(client, config):
+        spec = {"model": {"name": cat.model}, "engine": {}}
+        await client.create(resources.INFERENCE_SERVICES, isvc_body("routed", spec), namespace)
+        ready = await eventually(lambda: _ready(client, namespace, "routed"), timeout=90)
+        assert ready["status"]["url"] == f"http://routed.{namespace}.example.com:8080"
+        ing = await client.get(resources.INGRESSES, "routed", namespace)
+        assert ing["spec"]["ingressClassName"] == "nginx"
+        [rule] = ing["spec"]["rules"]
+        assert rule["host"] == f"routed.{namespace}.example.com"
+        assert rule["http"]["paths"][0]["backend"]["service"] == {"name": "routed-engine",
+                                                                  "port": {"number": 8080}}
+        with_children = await _children(client, namespace, "routed")
+        assert ("Service", "routed") not in with_children  # the external Service is not made

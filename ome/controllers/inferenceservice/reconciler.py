@@ -47,6 +47,7 @@ from ome.framework.resources import Resource
 from ome.resolution import (
     components,
     fine_tuned,
+    ingress,
     models,
     modes,
     naming,
@@ -68,6 +69,7 @@ MODEL_NOT_FOUND: Final = "ModelNotFound"
 FINE_TUNED_WEIGHT_ERROR: Final = "FineTunedWeightError"
 CHILD_RESOURCES: Final = (
     resources.DEPLOYMENTS,
+    resources.INGRESSES,
     resources.SERVICES,
     resources.HPAS,
     resources.PDBS,
@@ -200,6 +202,7 @@ class InferenceServiceReconciler:
             raise RetryError(exc.message) from exc
         done, failure = await self._reconcile_components(isvc, plans)
         port = await self._reconcile_external_service(isvc, plans)
+        ingress_state = await self._reconcile_ingress(isvc, done)
         await self._delete_removed(isvc, {plan.component for plan in plans})
         observed = status.Observed(
             plans=done,
@@ -211,6 +214,7 @@ class InferenceServiceReconciler:
             external_port=port,
             has_overlays=found.requested,
             overlays_problem="; ".join(found.problems) or None,
+            ingress=ingress_state,
             **runtime_pinning.observed_fields(pin),
         )
         await self._write_status(isvc, status.compute(isvc, observed, self._config, _rfc3339(now)))
@@ -339,6 +343,37 @@ class InferenceServiceReconciler:
             isvc, objects.external_service(isvc, target) if target is not None else None
         )
 
+    async def _reconcile_ingress(
+        self, isvc: Obj, plans: Sequence[ComponentPlan]
+    ) -> status.IngressState | None:
+        """The Ingress `{isvc}` with ingress creation on, once its target component is ready.
+
+        Turning creation off later leaves an existing Ingress serving, as documented: it is not deleted.
+        """
+        if not ingress.creation_enabled(isvc, self._config):
+            return None
+        if self._config.ingress.enable_gateway_api:
+            return status.IngressState(False, ingress.GATEWAY_API_UNSUPPORTED,
+                                       "Gateway API HTTPRoutes are not supported yet; set enableGatewayAPI "
+                                       "to false to get a Kubernetes Ingress")
+        not_ready = status.IngressState(
+            False, ingress.COMPONENT_NOT_READY, ingress.COMPONENT_NOT_READY_MESSAGE
+        )
+        gate = ingress.target(plans)
+        if gate is None:
+            return not_ready
+        if not status.workload_condition(gate, self._workloads(isvc, [gate]).get(gate.component)).ok:
+            return not_ready
+        try:
+            desired = ingress.desired(isvc, plans, self._config)
+            url = ingress.url(isvc, plans, self._config)
+        except ingress.IngressError as exc:
+            return status.IngressState(False, "InvalidIngressConfig", str(exc))
+        if desired is None:
+            return not_ready
+        await converge.converge(self._writer, desired, self._cached(desired))
+        return status.IngressState(True, url=url)
+
     async def _converge_external(self, isvc: Obj, desired: Obj | None) -> int | None:
         """Apply `desired` as the Service `{isvc}`, or delete ours when there is none to have."""
         name, namespace = isvc["metadata"]["name"], isvc["metadata"]["namespace"]
@@ -346,7 +381,7 @@ class InferenceServiceReconciler:
         if (
             objects.is_cluster_local(isvc)
             or desired is None
-            or not self._config.ingress.disable_ingress_creation
+            or ingress.creation_enabled(isvc, self._config)
         ):
             if cached is not None and _owned_by(cached, isvc):
                 await self._delete(resources.SERVICES, cached)

@@ -81,6 +81,16 @@ class Observed:
     """status.pinnedRevisionName and status.lastRuntimeSyncToken (runtime pinning), when they have a value."""
     extra_conditions: Sequence[Cond] = ()
     """Conditions reported as given, such as RuntimeDrifted; none of them feeds Ready."""
+    ingress: IngressState | None = None
+    """With ingress creation on: whether the Ingress exists and its URL; None while creation is off."""
+
+
+@dataclass(frozen=True, slots=True)
+class IngressState:
+    created: bool
+    reason: str = ""
+    message: str = ""
+    url: str | None = None
 
 
 def virtual_status(isvc: Mapping[str, Any], config: InferenceServiceConfig, now: str) -> Obj:
@@ -114,7 +124,7 @@ def compute(isvc: Mapping[str, Any], observed: Observed, config: InferenceServic
         # An empty entry is left out: server-side apply turns `{}` in this map into null, which fails.
         if entry := _component_status(isvc, ref.component, cond, config, fronted):
             components[ref.component] = entry
-    conds[INGRESS_READY] = _ingress_condition(config)
+    conds[INGRESS_READY] = _ingress_condition(config, observed.ingress)
     if not observed.referenced:
         conds[RUNTIME_READY] = _runtime_condition(observed)
     if observed.has_overlays:
@@ -195,10 +205,12 @@ def ref_condition(ref: RoleRef) -> Cond:
     return Cond(type_, *replica_status.readiness(ref.replica or {}))
 
 
-def _ingress_condition(config: InferenceServiceConfig) -> Cond:
-    if config.ingress.disable_ingress_creation:
+def _ingress_condition(config: InferenceServiceConfig, state: IngressState | None) -> Cond:
+    if state is None:
         return Cond(INGRESS_READY, "True", INGRESS_DISABLED, INGRESS_DISABLED_MESSAGE)
-    return Cond(INGRESS_READY, "False", "IngressNotSupported", "Ingress creation is not supported yet")
+    if state.created:
+        return Cond(INGRESS_READY, "True", "IngressCreated", "Ingress created")
+    return Cond(INGRESS_READY, "False", state.reason, state.message)
 
 
 def _runtime_condition(observed: Observed) -> Cond:
@@ -245,6 +257,9 @@ def _component_status(
 
 
 def _urls(isvc: Mapping[str, Any], observed: Observed, config: InferenceServiceConfig) -> Obj:
+    if observed.ingress is not None:
+        url = observed.ingress.url
+        return {"url": url, "address": {"url": url}} if url else {}
     if observed.external_port is None:
         return {}
     url = f"http://{_host(isvc['metadata']['name'], isvc, config)}:{observed.external_port}"

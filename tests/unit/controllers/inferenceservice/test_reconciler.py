@@ -300,3 +300,28 @@ async def test_spec_change_rewrites_only_changed_children(world: FakeWorld, reco
 async def test_deleted_isvc_is_a_noop(world: FakeWorld, recorder: FakeRecorder) -> None:
     result = await _reconciler(world, recorder).reconcile(REQ)
     assert result.requeue_after is None and world.writes == []
+
+
+async def test_ingress_on_creates_the_ingress_once_the_engine_is_ready(
+    world: FakeWorld, recorder: FakeRecorder
+) -> None:
+    from ome.config.inferenceservice_config import parse
+
+    cfg = parse({"ingress": '{"disableIngressCreation": false, "ingressDomain": "example.com"}'})
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    reconciler = make_reconciler(world, recorder, config=cfg, now=NOW)
+    await reconciler.reconcile(REQ)
+    assert "llama" not in _names(world, "services")  # no external Service with ingress on
+    assert _names(world, "ingresses.networking.k8s.io") == set()
+    cond = _cond(world, "IngressReady")
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "False", "ComponentNotReady", "Target service not ready for ingress creation")
+    _make_available(world)
+    await reconciler.reconcile(REQ)
+    assert _names(world, "ingresses.networking.k8s.io") == {"llama"}
+    assert _cond(world, "IngressReady")["status"] == "True"
+    assert _cond(world, "Ready")["status"] == "True"
+    assert _status(world)["url"] == "http://llama.demo.example.com:8080"
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.writes == []
