@@ -3,6 +3,7 @@
     kubectl ome instance list INFERENCESERVICE [-n NS] [-o table|json|yaml]
     kubectl ome status INFERENCESERVICE [-n NS] [-o table|wide|json|yaml]
     kubectl ome runtime effective INFERENCESERVICE [-n NS] [-o table|json|yaml]
+    kubectl ome runtime explain (--model NAME | --isvc NAME) [-n NS]
 
 Global flags as kubectl's: --kubeconfig, --context, -n/--namespace (default: the context's namespace,
 else "default"). Errors print one line, `error: <message>`, to stderr and exit 1.
@@ -21,10 +22,10 @@ from typing import Any, Final
 
 import yaml
 
-from ome.framework import errors
+from ome.framework import errors, resources
 from ome.framework.client import Client
 from ome.framework.transport import ClientSettings
-from ome.kubectl_ome import effective, fetch, instances, status_report
+from ome.kubectl_ome import effective, explain, fetch, instances, status_report
 from ome.kubectl_ome.table import format_table
 
 Obj = dict[str, Any]
@@ -65,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     runtime = commands.add_parser("runtime", help="The runtime behind an InferenceService")
     runtime_cmds = runtime.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+    why = runtime_cmds.add_parser("explain", parents=[flags], help="Which runtimes OME can choose, and why")
+    why.add_argument("--model", help="explain selection for this BaseModel/ClusterBaseModel")
+    why.add_argument("--isvc", help="explain selection for this InferenceService's model")
     eff = runtime_cmds.add_parser("effective", parents=[flags], help="Each component's mode and its rule")
     eff.add_argument("name", metavar="INFERENCESERVICE")
     eff.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
@@ -141,6 +145,33 @@ async def runtime_effective(client: Client, name: str, namespace: str, output: s
     return effective.format_effective(effective.effective_rows(isvc, runtime))
 
 
+async def runtime_explain(client: Client, args: argparse.Namespace, namespace: str) -> str:
+    if bool(args.model) == bool(args.isvc):
+        raise CliError("exactly one of --model or --isvc is required")
+    isvc: Obj | None = None
+    model_name = args.model
+    if args.isvc:
+        isvc = await _get_isvc(client, args.isvc, namespace)
+        model_name = ((isvc.get("spec") or {}).get("model") or {}).get("name")
+        if not model_name:
+            raise CliError(f'InferenceService "{args.isvc}" has no spec.model; pass --model instead')
+        if ((isvc.get("spec") or {}).get("runtime") or {}).get("name"):
+            print(explain.EXPLICIT_NOTE, file=sys.stderr)
+    try:
+        model = await client.get(resources.BASE_MODELS, model_name, namespace)
+    except errors.NotFound:
+        model = await client.get(resources.CLUSTER_BASE_MODELS, model_name)  # NotFound: the API's message
+    (local, _), (cluster, _) = await asyncio.gather(
+        client.list(resources.SERVING_RUNTIMES, namespace), client.list(resources.CLUSTER_SERVING_RUNTIMES)
+    )
+    if len(local) + len(cluster) > explain.COLLECTION_LIMIT:
+        raise CliError("runtime candidate snapshot exceeds the CLI collection limit")
+    if not local and not cluster:
+        print(explain.NO_RUNTIMES, file=sys.stderr)
+        return ""
+    return explain.format_explain(explain.explain(local, cluster, model, isvc))
+
+
 async def service_status(client: Client, name: str, namespace: str, output: str) -> str:
     isvc = await _get_isvc(client, name, namespace)
     runtime, found, pods = await asyncio.gather(
@@ -191,6 +222,8 @@ async def run(args: argparse.Namespace) -> str:
     }
     client = await _connect(path, context)
     try:
+        if command == ("runtime", "explain"):
+            return await asyncio.wait_for(runtime_explain(client, args, namespace), TIMEOUT)
         return await asyncio.wait_for(handlers[command](client, args.name, namespace, args.output), TIMEOUT)
     finally:
         await client.close()

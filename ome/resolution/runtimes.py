@@ -339,6 +339,16 @@ def _mode_mismatch(spec: Json, isvc: Json) -> str | None:
     return None
 
 
+def entry_mismatches(entry: Json, model: Json) -> list[str]:
+    """Why one supportedModelFormats entry does not match the model's spec (empty when it does)."""
+    return _entry_mismatches(entry, model)
+
+
+def size_distance(spec: Json, model: Json) -> float:
+    """How far the model's size sits from the middle of the runtime's range (a ranking tie-break)."""
+    return _size_distance(spec, model)
+
+
 def _entry_mismatches(entry: Json, model: Json) -> list[str]:
     """Every way one supportedModelFormats entry differs from the model; empty means it matches."""
     reasons = _pipeline_mismatches(entry, model)

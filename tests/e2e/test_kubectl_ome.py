@@ -192,3 +192,29 @@ async def test_missing_service_is_a_one_line_error(namespace: str, kubeconfig: P
     rc, out, err = await kubectl_ome(kubeconfig, "status", "nope", "-n", namespace)
     assert (rc, out) == (1, "")
     assert err == f'error: InferenceService "nope" not found in namespace "{namespace}"\n'
+
+
+async def test_runtime_explain_ranks_the_runtimes_for_a_model(
+    client: Client, namespace: str, kubeconfig: Path, ome_crds: list[str]
+) -> None:
+    from ome.framework.resources import BASE_MODELS
+
+    entry = {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"},
+             "autoSelect": True}
+    await client.create(BASE_MODELS, {
+        "apiVersion": "ome.io/v1beta1", "kind": "BaseModel", "metadata": {"name": "tiny", "namespace": namespace},
+        "spec": {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"},
+                 "storage": {"storageUri": "local:///models/tiny"}}})
+    for name, spec in (("team-rt", {"supportedModelFormats": [entry]}),
+                       ("off-rt", {"disabled": True, "supportedModelFormats": [entry]})):
+        await client.create(SERVING_RUNTIMES, {"apiVersion": "ome.io/v1beta1", "kind": "ServingRuntime",
+                                               "metadata": {"name": name, "namespace": namespace}, "spec": spec})
+    code, out, err = await kubectl_ome(kubeconfig, "-n", namespace, "runtime", "explain", "--model", "tiny")
+    assert code == 0, err
+    rows = [line.split()[:3] for line in out.splitlines()]
+    assert rows[0] == ["RUNTIME", "SCOPE", "COMPATIBLE"]
+    mine = [r for r in rows[1:] if r and r[0] in ("team-rt", "off-rt")]
+    assert mine == [["team-rt", "Namespaced", "Yes"], ["off-rt", "Namespaced", "No"]]
+    assert "runtime is disabled" in out
+    code, _, err = await kubectl_ome(kubeconfig, "-n", namespace, "runtime", "explain")
+    assert code == 1 and "exactly one of --model or --isvc is required" in err
