@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.models import labels as model_labels
+from ome.resolution import accelerators as accelerator_classes
 from ome.resolution import fine_tuned as fine_tuned_weights
 from ome.resolution import modes, naming
 from ome.resolution.fine_tuned import FineTuned
@@ -110,8 +111,12 @@ def build_plans(
     overlays: Sequence[ModelSource] = (),
     runtime_name: str | None = None,
     fine_tuned: FineTuned | None = None,
+    accelerators: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[ComponentPlan]:
-    """One plan per declared component, engine then decoder then router."""
+    """One plan per declared component, engine then decoder then router.
+
+    `accelerators` maps a component to its AcceleratorClass (accelerators.select_all); none: no class.
+    """
     spec = isvc.get("spec") or {}
     runtime_spec = (runtime or {}).get("spec") or {}
     return [
@@ -124,6 +129,7 @@ def build_plans(
             overlays=overlays,
             runtime_name=runtime_name,
             fine_tuned=fine_tuned,
+            accelerator=(accelerators or {}).get(component),
         )
         for component in declared_components(isvc)
     ]
@@ -139,8 +145,12 @@ def build_plan(
     overlays: Sequence[ModelSource] = (),
     runtime_name: str | None = None,
     fine_tuned: FineTuned | None = None,
+    accelerator: Mapping[str, Any] | None = None,
 ) -> ComponentPlan:
-    """Raises FineTunedError when fine-tuned weights are named but the config cannot serve them."""
+    """Raises FineTunedError when fine-tuned weights are named but the config cannot serve them.
+
+    `accelerator` is the component's AcceleratorClass (engine and decoder only), applied to every pod.
+    """
     meta = isvc.get("metadata") or {}
     decision = modes.resolve(component, merged, (isvc.get("spec") or {}).get("deploymentMode"))
     grace = config.deploy.termination_grace_period_seconds
@@ -164,6 +174,13 @@ def build_plan(
             fine_tuned_weights.inject(pod_spec, main_container(pod_spec), tuned, entry)
         labels.update(fine_tuned_weights.pod_labels(tuned))
         annotations.update(fine_tuned_weights.pod_annotations(tuned))
+    if serves_model and accelerator is not None:
+        own = (isvc.get("spec") or {}).get(component) or {}
+        node_selector = tuned is None or not tuned.merged
+        targets: list[tuple[Obj | None, str | None]] = [(base, None), (leader, "leader"), (worker, "worker")]
+        for target, block in targets:
+            if target is not None:
+                _apply_accelerator(target, merged, own, block, accelerator, node_selector=node_selector)
     return ComponentPlan(
         isvc=meta["name"],
         namespace=meta.get("namespace", ""),
@@ -177,6 +194,31 @@ def build_plan(
         labels=labels,
         annotations=annotations,
         runtime_name=runtime_name,
+    )
+
+
+def _apply_accelerator(
+    pod_spec: Obj,
+    merged: Mapping[str, Any],
+    own: Mapping[str, Any],
+    block: str | None,
+    accelerator: Mapping[str, Any],
+    *,
+    node_selector: bool,
+) -> None:
+    """The class on one pod; what the InferenceService sets itself (component, then leader/worker) wins."""
+    own_block = (own.get(block) or {}) if block is not None else {}
+    merged_block = (merged.get(block) or {}) if block is not None else {}
+    runner = merged_block.get("runner") or merged.get("runner")
+    own_runner = own_block.get("runner") or own.get("runner") or {}
+    accelerator_classes.apply(
+        pod_spec,
+        main_container(pod_spec, runner),
+        accelerator,
+        own_node_selector={**(own.get("nodeSelector") or {}), **(own_block.get("nodeSelector") or {})},
+        own_affinity=bool(own.get("affinity") or own_block.get("affinity")),
+        own_resources=bool(own_runner.get("resources")),
+        node_selector=node_selector,
     )
 
 

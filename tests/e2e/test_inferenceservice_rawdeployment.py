@@ -262,3 +262,38 @@ async def test_ingress_creation_on_routes_through_an_ingress(
                                                                   "port": {"number": 8080}}
         with_children = await _children(client, namespace, "routed")
         assert ("Service", "routed") not in with_children  # the external Service is not made
+
+
+async def test_accelerator_class_sets_node_selector_and_gpus(
+    client: Client, namespace: str, ome_crds: list[str]
+) -> None:
+    import contextlib
+
+    from tests.e2e.isvc_support import create_when_served, runtime_body
+
+    suffix = namespace[-6:]
+    klass, rt = f"h100-{suffix}", f"vllm-h100-{suffix}"
+    await create_when_served(client, resources.ACCELERATOR_CLASSES, {
+        "apiVersion": "ome.io/v1beta1", "kind": "AcceleratorClass", "metadata": {"name": klass},
+        "spec": {"vendor": "nvidia", "family": "hopper", "model": "h100",
+                 "discovery": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+                 "capabilities": {"memoryGB": "80Gi"}, "resources": [{"name": "nvidia.com/gpu", "quantity": "2"}],
+                 "cost": {"perHour": "4.5"}}})
+    body = runtime_body(rt)
+    body["spec"]["acceleratorRequirements"] = {"acceleratorClasses": [klass]}
+    await create_when_served(client, resources.CLUSTER_SERVING_RUNTIMES, body)
+    try:
+        async with catalog(client, namespace) as cat, running_manager(client):
+            spec = {"model": {"name": cat.model}, "runtime": {"name": rt}, "engine": {},
+                    "acceleratorSelector": {"policy": "Cheapest"}}
+            await client.create(resources.INFERENCE_SERVICES, isvc_body("accel", spec), namespace)
+            await eventually(lambda: _ready(client, namespace, "accel"), timeout=90)
+            dep = await client.get(resources.DEPLOYMENTS, "accel-engine", namespace)
+            pod_spec = dep["spec"]["template"]["spec"]
+            assert pod_spec["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+            runner = next(c for c in pod_spec["containers"] if c["name"] == "ome-container")
+            assert runner["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    finally:
+        for res, name in ((resources.CLUSTER_SERVING_RUNTIMES, rt), (resources.ACCELERATOR_CLASSES, klass)):
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(res, name)

@@ -5,6 +5,8 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
 - InferenceServices (primary; spec, label and annotation changes);
 - ServingRuntimes and ClusterServingRuntimes, BaseModels and ClusterBaseModels: a change re-reconciles
   the InferenceServices that use them (runtime changes roll out; a deleted runtime flips RuntimeReady);
+- AcceleratorClasses: a spec change, a new or a deleted class re-reconciles the InferenceServices that
+  name it, or that pick by policy with a runtime listing it (a runtime revision holds no class);
 - owned Deployments, Services, HPAs and PDBs (and LeaderWorkerSets when served);
 - all InferenceReplicas: an owned one re-reconciles its InferenceService, and a standalone one named in
   spec.replicaRefs re-reconciles the services that reference it (so a deleted replica flips the role to
@@ -35,7 +37,7 @@ from ome.framework.events import EventRecorder
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.resolution import fine_tuned, naming, replica_refs
+from ome.resolution import accelerators, fine_tuned, naming, replica_refs
 
 NAME: Final = "inferenceservice"
 EVENT_SOURCE: Final = "v1beta1Controllers"
@@ -120,6 +122,8 @@ def _watch_dependencies(controller: Controller, cache: SharedCache) -> None:
         controller.watches(cache.informer_for(res), _users_of(cache, field, res.namespaced), predicate)
     weights = cache.informer_for(resources.FINE_TUNED_WEIGHTS)
     controller.watches(weights, _fine_tuned_users(cache), predicates.generation_changed)
+    classes = cache.informer_for(resources.ACCELERATOR_CLASSES)
+    controller.watches(classes, accelerator_class_users(cache), predicates.generation_changed)
 
 
 def _fine_tuned_users(cache: SharedCache) -> Callable[[Obj], Iterable[Request]]:
@@ -132,6 +136,36 @@ def _fine_tuned_users(cache: SharedCache) -> Callable[[Obj], Iterable[Request]]:
                 yield Request(isvc["metadata"]["namespace"], isvc["metadata"]["name"])
 
     return mapper
+
+
+class Reader(Lister, Protocol):
+    def get_or_none(
+        self, res: resources.Resource, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None: ...
+
+
+def accelerator_class_users(cache: Reader) -> Callable[[Obj], Iterable[Request]]:
+    """Map an AcceleratorClass to the InferenceServices whose engine or decoder may get it."""
+
+    def mapper(obj: Obj) -> Iterable[Request]:
+        name = obj["metadata"]["name"]
+        for isvc in cache.list(resources.INFERENCE_SERVICES):
+            if accelerators.uses_class(isvc, name, _named_runtime_specs(cache, isvc)):
+                yield Request(isvc["metadata"]["namespace"], isvc["metadata"]["name"])
+
+    return mapper
+
+
+def _named_runtime_specs(cache: Reader, isvc: Obj) -> list[dict[str, Any]]:
+    """The specs of the runtimes spec.runtime.name may mean, in either scope (none when it auto-selects)."""
+    name = ((isvc.get("spec") or {}).get("runtime") or {}).get("name")
+    if not name:
+        return []
+    found = (
+        cache.get_or_none(resources.SERVING_RUNTIMES, name, isvc["metadata"]["namespace"]),
+        cache.get_or_none(resources.CLUSTER_SERVING_RUNTIMES, name),
+    )
+    return [obj.get("spec") or {} for obj in found if obj is not None]
 
 
 def _watch_replicas(controller: Controller, cache: SharedCache) -> None:

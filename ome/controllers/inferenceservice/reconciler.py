@@ -13,6 +13,11 @@ replica of the role's component sets the role's ready condition False with `Repl
 brings the service back when the replica returns. The referenced replica is never written, adopted or
 deleted.
 
+An engine or decoder whose runtime lists AcceleratorClasses gets the class the service names or its
+policy picks (resolution/accelerators.py). A named class that does not exist records an
+`AcceleratorClassError` Warning event and fails the reconcile (retried with backoff) before anything is
+rendered, so the running workloads stay as they are.
+
 A runtime that cannot be resolved leaves the running workloads as they are: RuntimeReady goes False and a
 `RuntimeNotFound` Warning event is recorded.
 
@@ -45,6 +50,7 @@ from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.resources import Resource
 from ome.resolution import (
+    accelerators,
     components,
     fine_tuned,
     ingress,
@@ -67,6 +73,7 @@ log = structlog.get_logger("ome.controllers.inferenceservice")
 RUNTIME_NOT_FOUND: Final = "RuntimeNotFound"
 MODEL_NOT_FOUND: Final = "ModelNotFound"
 FINE_TUNED_WEIGHT_ERROR: Final = "FineTunedWeightError"
+ACCELERATOR_CLASS_ERROR: Final = accelerators.EVENT_REASON
 CHILD_RESOURCES: Final = (
     resources.DEPLOYMENTS,
     resources.INGRESSES,
@@ -192,13 +199,18 @@ class InferenceServiceReconciler:
         found = overlays.resolve(self._reader, isvc) if model is not None else overlays.OverlayResult((), ())
         try:
             tuned = self._fine_tuned(isvc, model)
+            chosen = self._accelerators(isvc, runtime_obj)
             plans = components.build_plans(
                 isvc, runtime_obj, source, self._config, overlays=found.mounted, runtime_name=runtime_name,
-                fine_tuned=tuned,
+                fine_tuned=tuned, accelerators=chosen,
             )
         except fine_tuned.FineTunedError as exc:
             # Nothing is rendered, so the running workload stays as it is until the input is fixed.
             self._recorder.event(isvc, "Warning", FINE_TUNED_WEIGHT_ERROR, exc.message)
+            raise RetryError(exc.message) from exc
+        except accelerators.AcceleratorClassError as exc:
+            # A named class is missing: the workload stays as it is; the class's watch brings it back.
+            self._recorder.event(isvc, "Warning", ACCELERATOR_CLASS_ERROR, exc.message)
             raise RetryError(exc.message) from exc
         done, failure = await self._reconcile_components(isvc, plans)
         port = await self._reconcile_external_service(isvc, plans)
@@ -432,6 +444,16 @@ class InferenceServiceReconciler:
             return None
         ftw = self._reader.get_or_none(resources.FINE_TUNED_WEIGHTS, wanted[0])
         return fine_tuned.resolve(isvc, ftw, model.obj)
+
+    def _accelerators(self, isvc: Obj, runtime_obj: Mapping[str, Any]) -> dict[str, Obj]:
+        """The AcceleratorClass of the engine and decoder, read from the cache (runtime lists none: none)."""
+        runtime_spec = runtime_obj.get("spec") or {}
+        classes = {
+            name: found
+            for name in accelerators.wanted_names(isvc, runtime_spec)
+            if (found := self._reader.get_or_none(resources.ACCELERATOR_CLASSES, name)) is not None
+        }
+        return accelerators.select_all(isvc, runtime_spec, classes)
 
     def _cached(self, obj: Mapping[str, Any]) -> Obj | None:
         meta = obj["metadata"]
