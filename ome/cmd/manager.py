@@ -18,7 +18,7 @@ from pathlib import Path
 import structlog
 
 from ome.cmd import wiring
-from ome.controllers.inferencereplica.reconciler import parse_duration
+from ome.config.durations import parse_duration
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.leaderelection import ACQUIRE_JITTER, LeaderElectionConfig
@@ -35,7 +35,7 @@ DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 
 
 def _duration(value: str) -> float:
-    seconds = parse_duration(value) if value and value[-1] in "hms" else None
+    seconds = parse_duration(value)
     if seconds is None or seconds <= 0:
         raise argparse.ArgumentTypeError(f"{value!r} is not a positive duration such as 90s, 5m or 72h")
     return seconds

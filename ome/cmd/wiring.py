@@ -10,9 +10,9 @@ import structlog
 
 from ome.config import inferenceservice_config as isvc_config
 from ome.config.config_source import ConfigSource
+from ome.config.durations import parse_duration
 from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig, UpdateRetry
 from ome.controllers.inferencereplica import setup as inferencereplica
-from ome.controllers.inferencereplica.reconciler import parse_duration
 from ome.controllers.inferenceservice import controller as inferenceservice
 from ome.framework import certs, resources
 from ome.framework.client import Client

@@ -13,13 +13,13 @@ A bad `deploy` entry is fatal: the manager must exit at startup with
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ome.config.durations import is_duration
 from ome.framework import errors, resources
 from ome.framework.client import Client
 
@@ -36,9 +36,6 @@ UpdateStrategyType = Literal["SurgeThenDrain", "RecreatePod", "InPlaceIfPossible
 
 class ConfigError(Exception):
     """The ConfigMap holds a value the controller cannot run with."""
-
-
-_DURATION = re.compile(r"(\d+(\.\d+)?(h|m|s))+")
 
 
 class _Section(BaseModel):
@@ -149,7 +146,7 @@ class TeardownConfig(_Section):
     @field_validator("deadline")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
-        if value is not None and not _DURATION.fullmatch(value):
+        if value is not None and not is_duration(value):
             raise ValueError(f"teardown.deadline {value!r} is not a duration such as 30m or 1h30m")
         return value
 

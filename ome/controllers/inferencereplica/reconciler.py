@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import structlog
 
+from ome.config.durations import parse_duration
 from ome.framework import errors, resources
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
@@ -41,20 +42,6 @@ PODGROUPS: Final = resources.register(
 )
 OWNER_INDEX: Final = "owner"
 log = structlog.get_logger("ome.controllers.inferencereplica")
-
-
-def parse_duration(value: str | None) -> float | None:
-    """A metav1.Duration such as "30m", "1h30m" or "90s", in seconds."""
-    if not value:
-        return None
-    total, number = 0.0, ""
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0}
-    for ch in value:
-        if ch.isdigit() or ch == ".":
-            number += ch
-        elif ch in units and number:
-            total, number = total + float(number) * units[ch], ""
-    return total + (float(number) if number else 0.0)
 
 
 class InferenceReplicaReconciler:

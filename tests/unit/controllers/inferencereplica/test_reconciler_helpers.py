@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from ome.controllers.inferencereplica.reconciler import desired_replicas, min_ready_seconds, parse_duration
+from ome.config.durations import parse_duration
+from ome.controllers.inferencereplica.reconciler import desired_replicas, min_ready_seconds
 from tests.unit.omenative.builders import replica
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"), [("30m", 1800.0), ("1h30m", 5400.0), ("90s", 90.0), (None, None)]
+    ("text", "seconds"),
+    [("30m", 1800.0), ("1h30m", 5400.0), ("90s", 90.0), ("0", 0.0), ("1.5h", 5400.0), (None, None),
+     ("soon", None), ("30", None), ("5d", None)],
 )
 def test_instance_ready_timeout_durations(text: str | None, seconds: float | None) -> None:
     assert parse_duration(text) == seconds
