@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ from typing import IO, Any, Final
 import yaml
 
 from ome.devcluster import paths
-from ome.devcluster.cluster import Cluster
+from ome.devcluster.cluster import Cluster, free_ports
 from ome.devcluster.crds import install_crds
 from ome.framework import errors, resources
 from ome.framework.client import Client
@@ -69,13 +68,6 @@ class Progress:
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self._t0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def load_sample(name: str) -> Obj:
@@ -269,10 +261,10 @@ async def run_demo(args: argparse.Namespace, procs: Processes, progress: Progres
             "--namespace", CONFIG_NAMESPACE, "--models-root-dir", str(state_dir / "models"),
             "--health-probe-bind-address", "0", "--log-format", "json"])
         progress(f"model agent running for {MODEL_NODE} (log: {agent_log})")
-        probe_port, metrics_port = free_port(), free_port()
+        probe_port, metrics_port, webhook_port = free_ports(3)
         manager_log = procs.start("ome-manager", [
             str(bin_dir / "ome-manager"), "--kubeconfig", str(kubeconfig), "--leader-elect",
-            "--webhook-self-register", "--webhook-port", str(free_port()),
+            "--webhook-self-register", "--webhook-port", str(webhook_port),
             "--webhook-cert-dir", str(state_dir / "webhook-certs"),
             "--metrics-bind-address", f"127.0.0.1:{metrics_port}",
             "--health-probe-bind-address", f"127.0.0.1:{probe_port}", "--log-format", "json"])

@@ -13,7 +13,6 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import timedelta
-from pathlib import Path
 
 import structlog
 
@@ -26,7 +25,7 @@ from ome.framework.log_setup import configure_logging
 from ome.framework.manager import Manager, ManagerOptions
 from ome.framework.transport import ClientSettings
 from ome.framework.webhook_server import WebhookServer
-from ome.webhooks import cert_bootstrap, registry
+from ome.webhooks import cert_bootstrap, registry, self_register
 
 log = structlog.get_logger("setup")
 
@@ -161,9 +160,8 @@ async def run(args: argparse.Namespace) -> int:
         if webhook is not None:
             wiring.add_webhooks(webhook, manager, settings)
             if args.webhook_self_register:
-                cert_dir = Path(args.webhook_cert_dir)
                 manager.add_runnable(
-                    lambda: wiring.self_register_webhooks(client, webhook, cert_dir, registered),
+                    lambda: wiring.self_register_webhooks(client, webhook, args.self_signed_ca, registered),
                     needs_leader_election=False)
             if args.webhook_cert_bootstrap:
                 options = _bootstrap_options(args)
@@ -192,7 +190,7 @@ def _webhook_server(args: argparse.Namespace) -> WebhookServer | None:
     if args.webhook_self_register:
         if args.webhook_cert_dir == DEFAULT_CERT_DIR:
             args.webhook_cert_dir = tempfile.mkdtemp(prefix="ome-webhook-certs-")
-        wiring.write_self_signed_certs(Path(args.webhook_cert_dir))
+        args.self_signed_ca = self_register.write_serving_certificate(args.webhook_cert_dir)
         args.webhook_host = "127.0.0.1"
     return WebhookServer(host=args.webhook_host, port=args.webhook_port, cert_dir=args.webhook_cert_dir)
 

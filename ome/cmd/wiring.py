@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
-from pathlib import Path
 
 import structlog
 
@@ -14,7 +13,7 @@ from ome.config.durations import parse_duration
 from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig, UpdateRetry
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferenceservice import controller as inferenceservice
-from ome.framework import certs, resources
+from ome.framework import resources
 from ome.framework.client import Client
 from ome.framework.manager import Manager
 from ome.framework.webhook_server import WebhookServer
@@ -23,7 +22,7 @@ from ome.omenative.settings import InferenceReplicaSettings
 from ome.webhooks.self_register import Registration
 
 __all__ = ["ConfigError", "Registration", "Settings", "add_controllers", "add_webhooks", "load_settings",
-           "self_register_webhooks", "unregister_webhooks", "write_self_signed_certs"]
+           "self_register_webhooks", "unregister_webhooks"]
 
 log = structlog.get_logger("setup")
 
@@ -95,25 +94,14 @@ def add_webhooks(server: WebhookServer, manager: Manager, settings: Settings) ->
     registry.register_webhooks(server, manager.cache)
 
 
-def write_self_signed_certs(cert_dir: Path) -> None:
-    """A CA and a serving certificate for 127.0.0.1 (webhooks of a manager running outside the cluster)."""
-    cert_dir.mkdir(parents=True, exist_ok=True)
-    ca_crt, ca_key = certs.generate_ca("ome-webhook-local-ca")
-    crt, key = certs.generate_serving_cert(ca_crt, ca_key, "127.0.0.1", ip_addresses=("127.0.0.1",),
-                                           dns_names=("localhost",))
-    certs.write_cert_pair(cert_dir, crt, key, cert_name="tls.crt", key_name="tls.key")
-    certs.write_pem(cert_dir / "ca.crt", ca_crt)
-
-
 async def self_register_webhooks(
-    client: Client, server: WebhookServer, cert_dir: Path, registered: list[Registration]
+    client: Client, server: WebhookServer, ca_bundle: bytes, registered: list[Registration]
 ) -> None:
     """Once the server listens, point the apiserver at it; the registration is appended to `registered`."""
     from ome.webhooks import self_register  # noqa: PLC0415
 
     await server.wait_ready()
-    ca = (cert_dir / "ca.crt").read_bytes()
-    registered.append(await self_register.register(client, port=server.port, ca_bundle=ca))
+    registered.append(await self_register.register(client, port=server.port, ca_bundle=ca_bundle))
     log.info("webhook configurations registered", url=f"https://127.0.0.1:{server.port}")
 
 

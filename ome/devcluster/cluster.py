@@ -38,7 +38,8 @@ class ComponentStatus:
     log: str
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports (all held open while picked, so none repeats)."""
     socks = []
     try:
         for _ in range(count):
@@ -112,7 +113,7 @@ class Cluster:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.state_dir / "etcd", ignore_errors=True)  # every `up` starts from an empty store
         keys = pki.generate(self.state_dir / "pki")
-        ports = components.Ports(*_free_ports(6))
+        ports = components.Ports(*free_ports(6))
         server = f"https://127.0.0.1:{ports.apiserver}"
         write_kubeconfig(self.kubeconfig, server, keys)
         kwok_config = self.state_dir / "kwok.yaml"

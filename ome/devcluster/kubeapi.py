@@ -28,11 +28,23 @@ class KubeApiError(Exception):
 
 
 class KubeApi:
-    def __init__(self, server: str, pki: Pki, *, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        server: str,
+        pki: Pki | None = None,
+        *,
+        timeout: float = 10.0,
+        context: ssl.SSLContext | None = None,
+    ) -> None:
+        """Admin access with the dev cluster's Pki, or with a ready TLS `context` (from_kubeconfig)."""
         self.server = server.rstrip("/")
         self.timeout = timeout
-        self._ssl = ssl.create_default_context(cafile=str(pki.ca_crt))
-        self._ssl.load_cert_chain(str(pki.admin_crt), str(pki.admin_key))
+        if context is None:
+            if pki is None:
+                raise ValueError("KubeApi needs a Pki or a TLS context")
+            context = ssl.create_default_context(cafile=str(pki.ca_crt))
+            context.load_cert_chain(str(pki.admin_crt), str(pki.admin_key))
+        self._ssl = context
 
     @classmethod
     def from_kubeconfig(cls, path: Path, *, timeout: float = 10.0) -> KubeApi:
@@ -42,19 +54,16 @@ class KubeApi:
         context = next(c["context"] for c in config["contexts"] if c["name"] == current)
         cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
         user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
-        api = cls.__new__(cls)
-        api.server = cluster["server"].rstrip("/")
-        api.timeout = timeout
         ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
-        api._ssl = ssl.create_default_context(cadata=ca)
+        context = ssl.create_default_context(cadata=ca)
         with tempfile.TemporaryDirectory() as tmp:  # load_cert_chain reads files only
             crt, key = Path(tmp, "client.crt"), Path(tmp, "client.key")
             crt.write_bytes(base64.b64decode(user["client-certificate-data"]))
             fd = os.open(key, os.O_WRONLY | os.O_CREAT, 0o600)
             with os.fdopen(fd, "wb") as out:
                 out.write(base64.b64decode(user["client-key-data"]))
-            api._ssl.load_cert_chain(str(crt), str(key))
-        return api
+            context.load_cert_chain(str(crt), str(key))
+        return cls(cluster["server"], timeout=timeout, context=context)
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()

@@ -10,7 +10,7 @@ event and a retry) instead of as a ReplicaSet that cannot create pods.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -176,12 +176,3 @@ def inject(pod_spec: Obj, container: Obj, ft: FineTuned, entry: AgentImageConfig
         upsert_env(container, "SERVED_MODEL_NAME", f"/data/{ft.name}", overwrite=True)
     if ft.tfew:
         upsert_env(container, "TFEW_PATH", TFEW_PATH, overwrite=True)
-
-
-def drop_selectors(pod_spec: Obj, keys: Sequence[str]) -> None:
-    """Merged weights need no base-model files: the model-ready node selectors go."""
-    selector = pod_spec.get("nodeSelector") or {}
-    for key in keys:
-        selector.pop(key, None)
-    if not selector:
-        pod_spec.pop("nodeSelector", None)

@@ -13,7 +13,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ome.devcluster.cluster import free_ports
 from ome.devcluster.kubeapi import KubeApi, KubeApiError
 from ome.framework import errors, resources
 from ome.framework.client import Client
@@ -33,13 +33,6 @@ Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
 SA_NAMESPACE, SA_NAME = "ome", "ome-controller-manager"
 LEASE = "ome-controller-manager-leader-lock"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _apply_yaml(api: KubeApi, path: Path) -> None:
@@ -105,7 +98,7 @@ def manager_rbac(admin_api: KubeApi) -> Iterator[None]:
 class ManagerProcess:
     def __init__(self, name: str, kubeconfig: Path, logdir: Path) -> None:
         self.name = name
-        self.metrics_port, self.probe_port = _free_port(), _free_port()
+        self.metrics_port, self.probe_port = free_ports(2)
         self.log = logdir / f"{name}.log"
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
