@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.models import labels as model_labels
+from ome.models import storage as storage_uris
 from ome.resolution import accelerators as accelerator_classes
 from ome.resolution import fine_tuned as fine_tuned_weights
 from ome.resolution import modes, naming
@@ -44,24 +45,40 @@ DISALLOWED_ANNOTATIONS: Final = frozenset(
 )
 MODEL_PATH_ENV: Final = "MODEL_PATH"
 OVERLAY_ROOT: Final = "/opt/ml/model-overlays"
+PVC_MOUNT_PATH: Final = "/opt/ml/model"
+"""Where serving pods mount a `pvc://` model's sub-path (serve-models-from-pvc page)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ModelSource:
-    """A model whose weights sit on the node: the primary model or an overlay."""
+    """A model the serving pods mount: the primary model or an overlay, on the node or on a claim."""
 
     kind: str
     name: str
     namespace: str | None
     path: str | None
-    """spec.storage.path; None when the model has no node path (nothing to mount)."""
+    """Where the pods see the weights: spec.storage.path on the node, or PVC_MOUNT_PATH for a claim;
+    None when there is nothing to mount."""
+    claim: str | None = None
+    """The PersistentVolumeClaim of a `pvc://` model: mounted, and no node is selected for it."""
+    sub_path: str | None = None
+    """The claim's directory that holds the model (the URI's path), mounted as the volume's subPath."""
 
     @classmethod
     def from_object(cls, kind: str, obj: Mapping[str, Any]) -> ModelSource:
         meta = obj.get("metadata") or {}
         storage = (obj.get("spec") or {}).get("storage") or {}
         namespace = meta.get("namespace") if kind == "BaseModel" else None
-        return cls(kind, meta.get("name", ""), namespace, storage.get("path"))
+        name = meta.get("name", "")
+        uri = storage.get("storageUri") or ""
+        if storage_uris.scheme_of(uri) == "pvc":
+            try:
+                source = storage_uris.parse(uri)
+            except storage_uris.StorageUriError:
+                source = None  # the model is Failed (PVCInvalid) and the webhook denies its services
+            if isinstance(source, storage_uris.PvcSource):
+                return cls(kind, name, namespace, PVC_MOUNT_PATH, source.claim, source.sub_path)
+        return cls(kind, name, namespace, storage.get("path"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,23 +295,29 @@ def inject_models(
     """MODEL_PATH, the read-only model volume and the model-ready node selector; then the overlays.
 
     Runtime-only InferenceServices (no model) get none of it. Fine-tuned serving sets its own MODEL_PATH.
+    A `pvc://` model mounts its claim instead of a host path and selects no node: no node ever carries
+    its label, and the claim is reachable from any node the scheduler picks.
     """
     if model is None and not overlays:
         return
     container = main_container(pod_spec)
-    selector: dict[str, str] = pod_spec.setdefault("nodeSelector", {})
+    selector: dict[str, str] = {}
     if model is not None:
         if model.path:
             if model_path_env:
                 upsert_env(container, MODEL_PATH_ENV, model.path, overwrite=False)
-            _mount(pod_spec, container, model_volume_name(model), model.path, model.path)
-        selector.update(model_labels.ready_selector(model.kind, model.name, model.namespace))
+            _mount_model(pod_spec, container, model_volume_name(model), model, model.path)
+        if model.claim is None:
+            selector.update(model_labels.ready_selector(model.kind, model.name, model.namespace))
     for overlay in overlays:
         mount_path = f"{OVERLAY_ROOT}/{overlay.name}"
         if overlay.path:
-            _mount(pod_spec, container, f"overlay-{overlay.name}", overlay.path, mount_path)
+            _mount_model(pod_spec, container, f"overlay-{overlay.name}", overlay, mount_path)
         upsert_env(container, overlay_env(overlay.name), mount_path, overwrite=True)
-        selector.update(model_labels.ready_selector(overlay.kind, overlay.name, overlay.namespace))
+        if overlay.claim is None:
+            selector.update(model_labels.ready_selector(overlay.kind, overlay.name, overlay.namespace))
+    if selector:
+        pod_spec.setdefault("nodeSelector", {}).update(selector)
 
 
 def model_volume_name(model: ModelSource) -> str:
@@ -306,13 +329,22 @@ def overlay_env(name: str) -> str:
     return f"OVERLAY_{name.upper().replace('-', '_').replace('.', '_')}_MODEL_PATH"
 
 
-def _mount(pod_spec: Obj, container: Obj, volume: str, host_path: str, mount_path: str) -> None:
+def _mount_model(pod_spec: Obj, container: Obj, volume: str, source: ModelSource, mount_path: str) -> None:
+    """The model's volume (its claim, else its host path) mounted read-only at mount_path."""
+    mount: Obj = {"name": volume, "mountPath": mount_path, "readOnly": True}
+    if source.claim is not None:
+        claim = {"claimName": source.claim, "readOnly": True}
+        declared: Obj = {"name": volume, "persistentVolumeClaim": claim}
+        if source.sub_path:
+            mount["subPath"] = source.sub_path
+    else:
+        declared = {"name": volume, "hostPath": {"path": source.path}}
     volumes: list[Obj] = pod_spec.setdefault("volumes", [])
     if not any(v.get("name") == volume for v in volumes):
-        volumes.append({"name": volume, "hostPath": {"path": host_path}})
+        volumes.append(declared)
     mounts: list[Obj] = container.setdefault("volumeMounts", [])
     if not any(m.get("mountPath") == mount_path for m in mounts):
-        mounts.append({"name": volume, "mountPath": mount_path, "readOnly": True})
+        mounts.append(mount)
 
 
 def workload_labels(
