@@ -16,6 +16,11 @@ MANAGED_BY_LABEL: Final = "ome.io/managed-by"
 EXTERNAL_SERVICE_COMPONENT: Final = "external-service"
 CLUSTER_LOCAL_LABEL: Final = "networking.knative.dev/visibility"
 CLUSTER_LOCAL: Final = "cluster-local"
+# On every InferenceReplica the InferenceService controller writes: the first marks the write as the
+# controller's for the replica webhook, the second records the service generation last applied.
+CONTROLLER_WRITE_ANNOTATION: Final = "ome.io/controller-write"
+CONTROLLER_WRITE_VALUE: Final = "true"
+PARENT_GENERATION_ANNOTATION: Final = "ome.io/parent-generation"
 
 
 def truncate(name: str, limit: int = MAX_DNS_LABEL) -> str:

@@ -63,12 +63,23 @@ def inference_replica(isvc: Mapping[str, Any], plan: ComponentPlan, config: Infe
             spec[key] = plan.merged[key]
     if not rawdeployment.uses_hpa(plan.merged):
         spec["replicas"] = rawdeployment.replica_bounds(plan)[0]
+    annotations = {**plan.annotations, **controller_marks(isvc)}
     return {
         "apiVersion": "ome.io/v1beta1",
         "kind": "InferenceReplica",
-        "metadata": objects.metadata(isvc, plan.name, plan.labels, plan.annotations),
+        "metadata": objects.metadata(isvc, plan.name, plan.labels, annotations),
         "spec": spec,
     }
+
+
+def controller_marks(isvc: Mapping[str, Any]) -> dict[str, str]:
+    """What every replica write of the controller carries (ours win over copied service annotations):
+    the mark the replica webhook admits projected writes by, and the service generation applied."""
+    marks = {naming.CONTROLLER_WRITE_ANNOTATION: naming.CONTROLLER_WRITE_VALUE}
+    generation = (isvc.get("metadata") or {}).get("generation")
+    if isinstance(generation, int):
+        marks[naming.PARENT_GENERATION_ANNOTATION] = str(generation)
+    return marks
 
 
 def runners(plan: ComponentPlan) -> list[Obj]:

@@ -81,11 +81,7 @@ WEBHOOKS: Final = (
 )
 
 
-def handlers(
-    reader: inferenceservice_validation.Reader,
-    *,
-    controller_username: str = inferencereplica_validation.DEFAULT_CONTROLLER_USERNAME,
-) -> dict[str, Handler]:
+def handlers(reader: inferenceservice_validation.Reader) -> dict[str, Handler]:
     """Path -> AdmissionReview handler, for the server and for tests that call handlers directly."""
     isvc, sr, csr = (
         resources.INFERENCE_SERVICES,
@@ -98,8 +94,7 @@ def handlers(
             isvc.kind, partial(inferenceservice_validation.validate, reader=reader)
         ),
         _path("validate", resources.INFERENCE_REPLICAS): validating(
-            resources.INFERENCE_REPLICAS.kind,
-            partial(inferencereplica_validation.validate, controller_username=controller_username),
+            resources.INFERENCE_REPLICAS.kind, inferencereplica_validation.validate
         ),
         _path("validate", resources.BENCHMARK_JOBS): validating(
             resources.BENCHMARK_JOBS.kind, benchmarkjob_validation.validate
@@ -113,16 +108,11 @@ def handlers(
     return by_path
 
 
-def register_webhooks(
-    server: WebhookServer,
-    cache: SharedCache,
-    *,
-    controller_username: str = inferencereplica_validation.DEFAULT_CONTROLLER_USERNAME,
-) -> None:
+def register_webhooks(server: WebhookServer, cache: SharedCache) -> None:
     """Serve every OME webhook on `server`, reading from `cache` (informers are added for what they read)."""
     for res in CACHED_KINDS:
         cache.informer_for(res)
-    for path, handler in handlers(cache, controller_username=controller_username).items():
+    for path, handler in handlers(cache).items():
         server.register(path, handler)
 
 

@@ -129,8 +129,11 @@ def live_error(reader: Reader, namespace: str, service: str, spec: Obj) -> str |
 
 def projected_by(replica: Obj) -> str:
     """The InferenceService that projects a replica (its parentRef, or its controller owner), or ""."""
-    if parent := text(dig(replica, "spec", "parentRef", "name")):
-        return parent
+    return text(dig(replica, "spec", "parentRef", "name")) or isvc_controller_owner(replica)
+
+
+def isvc_controller_owner(replica: Obj) -> str:
+    """The InferenceService that is the replica's controller owner (any served version), or ""."""
     for ref in as_list(dig(replica, "metadata", "ownerReferences")):
         ref = as_dict(ref)
         group = text(ref.get("apiVersion")).split("/")[0]

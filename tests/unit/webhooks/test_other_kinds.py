@@ -1,4 +1,4 @@
-"""Serving runtimes, InferenceReplicas, BenchmarkJobs and the defaulters."""
+"""Serving runtimes, BenchmarkJobs and the defaulters (InferenceReplicas: test_inferencereplica_validation)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from ome.framework import resources
 from ome.webhooks import registry
 from tests.unit.resolution.fake_reader import FakeReader, entry, runtime
 from tests.unit.webhooks.reviews import call, review
-
-CONTROLLER = "system:serviceaccount:ome:ome-controller-manager"
 
 
 def run(path: str, kind: str, obj: Any, reader: FakeReader | None = None, **kw: Any) -> dict:
@@ -103,83 +101,6 @@ def test_isvc_defaulter_fills_reference_kinds() -> None:
     got = run("/mutate-ome-io-v1beta1-inferenceservice", "InferenceService", svc)
     ops = orjson.loads(base64.b64decode(got["patch"]))
     assert {"op": "add", "path": "/spec/runtime/kind", "value": "ClusterServingRuntime"} in ops
-
-
-# -- InferenceReplicas ------------------------------------------------------------------------------
-
-IR_PATH = "/validate-ome-io-v1beta1-inferencereplica"
-
-
-def ireplica(parent: str | None = None, replicas: int = 1) -> dict:
-    spec: dict[str, Any] = {"component": "engine", "replicas": replicas}
-    if parent:
-        spec["parentRef"] = {"name": parent}
-    return {"metadata": {"name": "svc-engine", "namespace": "demo"}, "spec": spec}
-
-
-def test_user_cannot_change_a_projected_replica_spec() -> None:
-    got = run(IR_PATH, "InferenceReplica", ireplica("svc", 2), old=ireplica("svc", 1), operation="UPDATE")
-    assert got["allowed"] is False
-    assert (
-        "only the OME controller" in got["status"]["message"]
-        and "change InferenceService svc instead" in got["status"]["message"]
-    )
-
-
-def test_controller_can_change_a_projected_replica_spec() -> None:
-    got = run(
-        IR_PATH,
-        "InferenceReplica",
-        ireplica("svc", 2),
-        old=ireplica("svc", 1),
-        operation="UPDATE",
-        username=CONTROLLER,
-    )
-    assert got["allowed"]
-
-
-def test_user_can_change_projected_replica_metadata() -> None:
-    new = ireplica("svc")
-    new["metadata"]["labels"] = {"team": "a"}
-    assert run(IR_PATH, "InferenceReplica", new, old=ireplica("svc"), operation="UPDATE")["allowed"]
-
-
-def test_user_owns_a_standalone_replica() -> None:
-    assert run(IR_PATH, "InferenceReplica", ireplica(replicas=3), old=ireplica(), operation="UPDATE")[
-        "allowed"
-    ]
-    assert run(IR_PATH, "InferenceReplica", ireplica())["allowed"]
-
-
-def test_user_cannot_create_or_adopt_into_a_projected_replica() -> None:
-    assert not run(IR_PATH, "InferenceReplica", ireplica("svc"))["allowed"]
-    assert not run(IR_PATH, "InferenceReplica", ireplica("svc"), old=ireplica(), operation="UPDATE")[
-        "allowed"
-    ]
-
-
-def test_controller_owner_reference_marks_a_projected_replica() -> None:
-    owned = ireplica(replicas=2)
-    owned["metadata"]["ownerReferences"] = [
-        {
-            "apiVersion": "ome.io/v1beta1",
-            "kind": "InferenceService",
-            "name": "svc",
-            "uid": "u",
-            "controller": True,
-        }
-    ]
-    old = orjson.loads(orjson.dumps(owned))
-    old["spec"]["replicas"] = 1
-    assert not run(IR_PATH, "InferenceReplica", owned, old=old, operation="UPDATE")["allowed"]
-
-
-def test_controller_identity_is_configurable() -> None:
-    handler = registry.handlers(FakeReader(), controller_username="me")[IR_PATH]
-    body = review(
-        "InferenceReplica", ireplica("svc", 2), old=ireplica("svc"), operation="UPDATE", username="me"
-    )
-    assert call(handler, body)["allowed"]
 
 
 # -- BenchmarkJobs ----------------------------------------------------------------------------------
