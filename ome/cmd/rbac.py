@@ -32,6 +32,9 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "pods"): ("create", "delete", "patch"),
     ("", "pods/status"): ("patch", "update"),
     ("", "services"): WRITE,
+    ("", "serviceaccounts"): WRITE,  # the router's identity, with its Role and RoleBinding
+    ("rbac.authorization.k8s.io", "roles"): WRITE,
+    ("rbac.authorization.k8s.io", "rolebindings"): WRITE,
     ("", "events"): ("create", "patch"),
     ("", "configmaps"): ("get",),  # inferenceservice-config, read once at startup
     ("", "persistentvolumeclaims"): READ,

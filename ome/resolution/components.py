@@ -18,7 +18,7 @@ from ome.models import labels as model_labels
 from ome.models import storage as storage_uris
 from ome.resolution import accelerators as accelerator_classes
 from ome.resolution import fine_tuned as fine_tuned_weights
-from ome.resolution import modes, naming
+from ome.resolution import modes, naming, pod_defaults, workload_metadata
 from ome.resolution.fine_tuned import FineTuned
 from ome.resolution.merge import MAIN_CONTAINER, apply_runner, merge_component, strategic_merge, upsert_env
 
@@ -34,15 +34,6 @@ COMPONENT_ONLY_FIELDS: Final = frozenset(
         "topologySpreadKey", "acceleratorOverride", "size", "kedaConfig", "scaleTarget", "scaleMetric",
     }
 )  # fmt: skip
-# ISVC annotations that must not reach workloads (they belong to the InferenceService object itself).
-DISALLOWED_ANNOTATIONS: Final = frozenset(
-    {
-        "kubectl.kubernetes.io/last-applied-configuration",
-        "autoscaling.knative.dev/min-scale",
-        "autoscaling.knative.dev/max-scale",
-        "internal.ome.io/storage-initializer-sourceuri",
-    }
-)
 MODEL_PATH_ENV: Final = "MODEL_PATH"
 OVERLAY_ROOT: Final = "/opt/ml/model-overlays"
 PVC_MOUNT_PATH: Final = "/opt/ml/model"
@@ -129,10 +120,13 @@ def build_plans(
     runtime_name: str | None = None,
     fine_tuned: FineTuned | None = None,
     accelerators: Mapping[str, Mapping[str, Any]] | None = None,
+    model_facts: workload_metadata.ModelFacts | None = None,
 ) -> list[ComponentPlan]:
     """One plan per declared component, engine then decoder then router.
 
     `accelerators` maps a component to its AcceleratorClass (accelerators.select_all); none: no class.
+    `model_facts` feed the base-model labels and annotations (ModelFacts.from_object of the model);
+    without them a model contributes only its name.
     """
     spec = isvc.get("spec") or {}
     runtime_spec = (runtime or {}).get("spec") or {}
@@ -147,6 +141,7 @@ def build_plans(
             runtime_name=runtime_name,
             fine_tuned=fine_tuned,
             accelerator=(accelerators or {}).get(component),
+            model_facts=model_facts,
         )
         for component in declared_components(isvc)
     ]
@@ -163,10 +158,13 @@ def build_plan(
     runtime_name: str | None = None,
     fine_tuned: FineTuned | None = None,
     accelerator: Mapping[str, Any] | None = None,
+    model_facts: workload_metadata.ModelFacts | None = None,
 ) -> ComponentPlan:
     """Raises FineTunedError when fine-tuned weights are named but the config cannot serve them.
 
     `accelerator` is the component's AcceleratorClass (engine and decoder only), applied to every pod.
+    Every pod's `ome-container` gets the default readiness probe unless it has one; router pods run
+    under the router's own ServiceAccount (router_rbac.py).
     """
     meta = isvc.get("metadata") or {}
     decision = modes.resolve(component, merged, (isvc.get("spec") or {}).get("deploymentMode"))
@@ -177,9 +175,15 @@ def build_plan(
         _add_router_config(base, merged)
     leader, worker, size = _leader_worker(merged, grace)
     pod_specs = [s for s in (base, leader, worker) if s is not None]
-    labels = workload_labels(isvc, component, merged, runtime_name)
-    annotations = workload_annotations(isvc, merged)
     tuned = fine_tuned if serves_model else None
+    if model_facts is None and model is not None:
+        model_facts = workload_metadata.ModelFacts(model.name)
+    labels = workload_metadata.workload_labels(
+        isvc, component, merged.get("labels"), runtime_name, model_facts, fine_tuned_serving=tuned is not None
+    )
+    annotations = workload_metadata.workload_annotations(
+        isvc, merged.get("annotations"), runtime_name, model_facts
+    )
     if serves_model:
         # Merged fine-tuned weights need no base-model files: no mount, no MODEL_PATH, no node selector.
         base_model = None if tuned is not None and tuned.merged else model
@@ -198,6 +202,10 @@ def build_plan(
         for target, block in targets:
             if target is not None:
                 _apply_accelerator(target, merged, own, block, accelerator, node_selector=node_selector)
+    for pod_spec in pod_specs:
+        pod_defaults.add_readiness_probe(pod_spec)
+        if component == "router":  # as the Go manager does, whatever the spec names
+            pod_spec["serviceAccountName"] = naming.component_name(meta["name"], "router")
     return ComponentPlan(
         isvc=meta["name"],
         namespace=meta.get("namespace", ""),
@@ -345,22 +353,3 @@ def _mount_model(pod_spec: Obj, container: Obj, volume: str, source: ModelSource
     mounts: list[Obj] = container.setdefault("volumeMounts", [])
     if not any(m.get("mountPath") == mount_path for m in mounts):
         mounts.append(mount)
-
-
-def workload_labels(
-    isvc: Mapping[str, Any], component: str, merged: Mapping[str, Any], runtime_name: str | None
-) -> dict[str, str]:
-    """ISVC labels, then the component's, then OME's own (which win)."""
-    meta = isvc.get("metadata") or {}
-    result = {**(meta.get("labels") or {}), **(merged.get("labels") or {})}
-    result.update(naming.selector_labels(meta["name"], component))
-    if runtime_name:
-        result[naming.RUNTIME_LABEL] = runtime_name
-    return result
-
-
-def workload_annotations(isvc: Mapping[str, Any], merged: Mapping[str, Any]) -> dict[str, str]:
-    meta = isvc.get("metadata") or {}
-    own = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in DISALLOWED_ANNOTATIONS}
-    own.pop(modes.ANNOTATION, None)  # the ISVC-level annotation sets no component's mode
-    return {**own, **(merged.get("annotations") or {})}

@@ -118,10 +118,8 @@ def check_config(entry: AgentImageConfig | None) -> AgentImageConfig:
 
 
 def pod_labels(ft: FineTuned) -> dict[str, str]:
-    labels = {LABEL_SERVING: "true", LABEL_STRATEGY: ft.strategy}
-    if ft.merged:
-        labels[LABEL_MERGED] = "true"
-    return labels
+    merged = "true" if ft.merged else "false"
+    return {LABEL_SERVING: "true", LABEL_STRATEGY: ft.strategy, LABEL_MERGED: merged}
 
 
 def pod_annotations(ft: FineTuned) -> dict[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ome.resolution import naming, objects
+from ome.resolution import naming, objects, workload_metadata
 from ome.resolution.components import ComponentPlan
 
 Obj = dict[str, Any]
@@ -28,7 +28,8 @@ def leader_worker_set(isvc: Mapping[str, Any], plan: ComponentPlan) -> Obj:
     leader = plan.leader_pod_spec if plan.leader_pod_spec is not None else plan.pod_spec
     worker = plan.worker_pod_spec if plan.worker_pod_spec is not None else plan.pod_spec
     app = naming.truncate(plan.name)
-    leader_labels = {**plan.labels, naming.APP_LABEL: app, HEAD_LABEL: HEAD}
+    queues = workload_metadata.queue_labels(plan.annotations)
+    leader_labels = {**plan.labels, naming.APP_LABEL: app, HEAD_LABEL: HEAD, **queues}
     worker_annotations = {k: v for k, v in plan.annotations.items() if k not in _WORKER_DROPPED_ANNOTATIONS}
     return {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
@@ -46,7 +47,10 @@ def leader_worker_set(isvc: Mapping[str, Any], plan: ComponentPlan) -> Obj:
                 "size": plan.worker_size + 1,
                 "restartPolicy": "RecreateGroupOnPodRestart",
                 "leaderTemplate": {"metadata": _meta(leader_labels, plan.annotations), "spec": leader},
-                "workerTemplate": {"metadata": _meta(plan.labels, worker_annotations), "spec": worker},
+                "workerTemplate": {
+                    "metadata": _meta({**plan.labels, **queues}, worker_annotations),
+                    "spec": worker,
+                },
             },
         },
     }

@@ -6,16 +6,15 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ome.config.inferenceservice_config import PDBPolicy
-from ome.resolution import naming
+from ome.resolution import naming, workload_metadata
 from ome.resolution.components import ComponentPlan, main_container
 
 Obj = dict[str, Any]
 
 DEFAULT_PORT: Final = 8080
 SERVICE_TYPE_ANNOTATION: Final = "ome.io/service-type"
+LOAD_BALANCER_IP_ANNOTATION: Final = "ome.io/load-balancer-ip"
 _SERVICE_TYPES: Final = frozenset({"ClusterIP", "NodePort", "LoadBalancer"})
-# Annotations meant for pods only: a Service carrying them would confuse scrapers and injectors.
-_POD_ONLY_PREFIXES: Final = ("k8s.grafana.com/", "loki.grafana.com/", "prometheus.io/", "rdma.ome.io/")
 
 
 def owner_reference(isvc: Mapping[str, Any]) -> Obj:
@@ -71,18 +70,26 @@ def service_type(annotations: Mapping[str, str]) -> str:
 
 
 def component_service(isvc: Mapping[str, Any], plan: ComponentPlan, selector: Mapping[str, str]) -> Obj:
-    """The Service `{isvc}-{component}` every mode puts in front of a component."""
+    """The Service `{isvc}-{component}` every mode puts in front of a component.
+
+    It carries the component's annotations less the pod-only keys. `ome.io/load-balancer-ip` sets
+    `spec.loadBalancerIP` when the Service is a LoadBalancer (traffic-annotations page: component
+    Services only, never the Service named after the InferenceService).
+    """
     pod_spec = plan.leader_pod_spec if plan.leader_pod_spec is not None else plan.pod_spec
-    annotations = {k: v for k, v in plan.annotations.items() if not k.startswith(_POD_ONLY_PREFIXES)}
+    annotations = workload_metadata.service_annotations(plan.annotations)
+    spec: Obj = {
+        "type": service_type(plan.annotations),
+        "selector": dict(selector),
+        "ports": service_ports(pod_spec),
+    }
+    if spec["type"] == "LoadBalancer" and (ip := plan.annotations.get(LOAD_BALANCER_IP_ANNOTATION)):
+        spec["loadBalancerIP"] = ip
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": metadata(isvc, naming.service_name(plan.isvc, plan.component), plan.labels, annotations),
-        "spec": {
-            "type": service_type(plan.annotations),
-            "selector": dict(selector),
-            "ports": service_ports(pod_spec),
-        },
+        "spec": spec,
     }
 
 
@@ -98,7 +105,7 @@ def pdb(isvc: Mapping[str, Any], plan: ComponentPlan, selector: Mapping[str, str
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": metadata(isvc, plan.name, plan.labels),
+        "metadata": metadata(isvc, plan.name, plan.labels, plan.annotations),
         "spec": {**budget, "selector": {"matchLabels": dict(selector)}},
     }
 

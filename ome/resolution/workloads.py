@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.resolution import modes, multinode, omenative, rawdeployment
+from ome.resolution import modes, multinode, omenative, rawdeployment, router_rbac
 from ome.resolution.components import ComponentPlan
 
 Obj = dict[str, Any]
@@ -25,15 +25,19 @@ class LeaderWorkerSetUnavailableError(Exception):
 def render_component(
     isvc: Mapping[str, Any], plan: ComponentPlan, config: InferenceServiceConfig, *, lws_served: bool
 ) -> list[Obj]:
-    """The desired objects of one component; raises for a mode it cannot run in."""
+    """The desired objects of one component; raises for a mode it cannot run in.
+
+    A router's ServiceAccount, Role and RoleBinding come first, so its pods find their identity.
+    """
     modes.check_reconcilable(plan.component, plan.mode)
+    identity = router_rbac.render(isvc, plan) if plan.component == "router" else []
     if plan.mode == modes.OMENATIVE:
-        return omenative.render(isvc, plan, config)
+        return identity + omenative.render(isvc, plan, config)
     if plan.mode == modes.MULTINODE:
         if not lws_served:
             raise LeaderWorkerSetUnavailableError(plan.component)
-        return multinode.render(isvc, plan)
-    return rawdeployment.render(isvc, plan, config)
+        return identity + multinode.render(isvc, plan)
+    return identity + rawdeployment.render(isvc, plan, config)
 
 
 def external_target(plans: Sequence[ComponentPlan]) -> ComponentPlan | None:

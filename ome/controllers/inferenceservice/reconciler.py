@@ -61,6 +61,7 @@ from ome.resolution import (
     overlays,
     replica_refs,
     runtimes,
+    workload_metadata,
     workloads,
 )
 from ome.resolution import runtime_revisions as rr
@@ -81,6 +82,10 @@ CHILD_RESOURCES: Final = (
     resources.HPAS,
     resources.PDBS,
     resources.INFERENCE_REPLICAS,
+    # The router's own identity (resolution/router_rbac.py).
+    resources.SERVICE_ACCOUNTS,
+    resources.ROLES,
+    resources.ROLE_BINDINGS,
 )
 _WORKLOAD_RESOURCES: Final = {
     modes.RAW_DEPLOYMENT: resources.DEPLOYMENTS,
@@ -203,6 +208,7 @@ class InferenceServiceReconciler:
             plans = components.build_plans(
                 isvc, runtime_obj, source, self._config, overlays=found.mounted, runtime_name=runtime_name,
                 fine_tuned=tuned, accelerators=chosen,
+                model_facts=None if model is None else workload_metadata.ModelFacts.from_object(model.obj),
             )
         except fine_tuned.FineTunedError as exc:
             # Nothing is rendered, so the running workload stays as it is until the input is fixed.

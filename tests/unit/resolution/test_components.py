@@ -111,19 +111,28 @@ def test_labels_isvc_then_component_then_ome_wins() -> None:
         "component": "engine",
         "ome.io/inferenceservice": "llama",
         "serving-runtime": "vllm-llama",
+        "fine-tuned-serving": "false",
+        "base-model-name": "llama-3-2-1b-instruct",
+        "base-model-size": "SMALL",
+        "base-model-type": "Serving",
     }
 
 
-def test_workload_annotations_drop_last_applied_and_isvc_mode() -> None:
+def test_workload_annotations_drop_only_the_documented_keys() -> None:
+    # labels-and-annotations page: everything is copied but kubectl's last-applied configuration, the
+    # rollout verbs and the in-place image transition; the ISVC's own deploymentMode is carried too.
     isvc = builders.isvc(
         annotations={
             "kubectl.kubernetes.io/last-applied-configuration": "{}",
+            "ome.io/rollout-promote": "abcdef12",
+            "ome.io/rollout-rollback": "true",
+            "internal.ome.io/in-place-image-transition": "{}",
             "keep": "1",
-            "ome.io/deploymentMode": "VirtualDeployment",
+            "ome.io/deploymentMode": "RawDeployment",
         }
     )
-    [plan] = build_plans(isvc, builders.runtime(), MODEL, CONFIG)
-    assert plan.annotations == {"keep": "1"}
+    [plan] = build_plans(isvc, builders.runtime(), None, CONFIG)
+    assert plan.annotations == {"keep": "1", "ome.io/deploymentMode": "RawDeployment"}
 
 
 def test_overlays_mount_under_model_overlays_with_env() -> None:
