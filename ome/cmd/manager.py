@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import structlog
 
-from ome.cmd import wiring
+from ome.cmd import flags, wiring
 from ome.config.durations import parse_duration
 from ome.framework import errors
 from ome.framework.client import Client
@@ -51,55 +51,69 @@ def _positive(value: str) -> int:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="ome-manager", description=__doc__)
+    p = flags.parser("ome-manager", __doc__)
     p.add_argument("--kubeconfig", help="path to a kubeconfig; in-cluster config when unset")
-    p.add_argument("--metrics-bind-address", default=":8080", help='"0" disables /metrics')
-    p.add_argument("--health-probe-bind-address", default=":8081", help='"0" disables /healthz and /readyz')
-    p.add_argument("--webhook-port", type=int, default=9443, help="0 disables the webhook server")
+    p.add_argument("--metrics-bind-address", default=":8080", help='address of /metrics; "0" disables it')
+    p.add_argument("--health-probe-bind-address", default=":8081",
+                   help='address of /healthz and /readyz; "0" disables them')
+    p.add_argument("--webhook-port", type=int, default=9443,
+                   help="port of the admission webhook server; 0 disables it")
     p.add_argument("--webhook-host", default="0.0.0.0", help="address the webhook server binds")
-    p.add_argument("--webhook-cert-dir", default=DEFAULT_CERT_DIR, help="holds tls.crt and tls.key")
+    p.add_argument("--webhook-cert-dir", default=DEFAULT_CERT_DIR,
+                   help="holds the webhook server's tls.crt and tls.key")
     # Where the serving certificate comes from: a mounted Secret (cert-manager), self-registration
     # (outside a cluster) or the in-cluster bootstrap; the last two exclude each other (exit 2).
-    source = p.add_mutually_exclusive_group()
-    source.add_argument("--webhook-self-register", action="store_true",
-                        help="outside a cluster: generate a CA and a 127.0.0.1 serving certificate and "
-                             "register the webhook configurations with url https://127.0.0.1:<port>/... "
-                             "and that caBundle")
-    source.add_argument("--webhook-cert-bootstrap", action="store_true",
-                        help="in a cluster without cert-manager: keep a self-signed serving certificate "
-                             "in the --webhook-cert-secret Secret, write it to --webhook-cert-dir and set "
-                             "the webhook configurations' caBundle")
+    p.add_argument("--webhook-self-register", action=flags.BoolFlag,
+                   help="outside a cluster: generate a CA and a 127.0.0.1 serving certificate (into "
+                        "a temporary --webhook-cert-dir unless set), serve on 127.0.0.1 and server-side "
+                        "apply the MutatingWebhookConfiguration and ValidatingWebhookConfiguration "
+                        f"{registry.CONFIGURATION_NAME} with url https://127.0.0.1:<port>/... and that "
+                        "caBundle; they are removed on exit. Needs create, get, patch and delete on both "
+                        "kinds (that name), which an admin kubeconfig or the shipped ClusterRole "
+                        "ome-manager-role grants")
+    p.add_argument("--webhook-cert-bootstrap", action=flags.BoolFlag,
+                   help="in a cluster without cert-manager: keep a self-signed serving certificate in the "
+                        "--webhook-cert-secret Secret, write it to --webhook-cert-dir and set the webhook "
+                        "configurations' caBundle")
     p.add_argument("--webhook-service-name", default=registry.SERVICE_NAME,
                    help="the webhook server's Service (its DNS names go into the bootstrapped certificate)")
     p.add_argument("--webhook-cert-secret", default=cert_bootstrap.DEFAULT_SECRET_NAME,
                    help="Secret of the bootstrapped certificate (the generated Role names the default)")
-    p.add_argument("--leader-elect", action="store_true", help="run controllers only while holding the Lease")
-    p.add_argument("--leader-election-id", default=LEADER_ELECTION_ID)
-    p.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0,
-                   help="how long a standby waits before taking over an unrenewed Lease (e.g. 60s)")
-    p.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0,
+    p.add_argument("--leader-elect", action=flags.BoolFlag,
+                   help="run the controllers only while holding the leader election Lease")
+    p.add_argument("--leader-election-id", default=LEADER_ELECTION_ID, help="name of the Lease")
+    p.add_argument("--leader-elect-lease-duration", type=_duration, default="15s",
+                   help="how long a standby waits before taking over an unrenewed Lease")
+    p.add_argument("--leader-elect-renew-deadline", type=_duration, default="10s",
                    help="how long the leader retries renewing before it steps down")
-    p.add_argument("--leader-elect-retry-period", type=_duration, default=2.0,
+    p.add_argument("--leader-elect-retry-period", type=_duration, default="2s",
                    help="time between renew and acquire attempts")
-    p.add_argument("--config-cache-ttl", type=_duration_or_zero, default=30.0,
+    p.add_argument("--config-cache-ttl", type=_duration_or_zero, default="30s",
                    help="how long reconcilers use a read of inferenceservice-config before re-reading it "
                         '("0": every reconcile)')
     p.add_argument("--kube-api-qps", type=float, default=100.0,
                    help="requests per second to the API server, beyond the burst (0: unlimited)")
     p.add_argument("--kube-api-burst", type=int, default=None,
                    help="requests allowed at once above --kube-api-qps (default 200 with the default QPS)")
-    p.add_argument("--inferenceservice-max-concurrent-reconciles", type=_positive, default=4)
-    p.add_argument("--inferencereplica-max-concurrent-reconciles", type=_positive, default=4)
+    p.add_argument("--inferenceservice-max-concurrent-reconciles", type=_positive, default=4,
+                   help="InferenceServices reconciled at once")
+    p.add_argument("--inferencereplica-max-concurrent-reconciles", type=_positive, default=4,
+                   help="InferenceReplicas reconciled at once")
     p.add_argument("--runtime-revision-retention", type=_positive, default=10,
                    help="newest runtime revisions kept per runtime name, besides those in use")
-    p.add_argument("--runtime-revision-grace-period", type=_duration, default=24 * 3600.0,
-                   help="how long an unreferenced runtime revision stays marked before deletion (e.g. 72h)")
-    p.add_argument("--leader-election-namespace", default=None, help="default: the config namespace")
+    p.add_argument("--runtime-revision-grace-period", type=_duration, default="24h",
+                   help="how long an unreferenced runtime revision stays marked before deletion")
+    p.add_argument("--leader-election-namespace", default=None,
+                   help="namespace of the Lease (default: --config-namespace)")
     p.add_argument("--config-namespace", default=os.environ.get("POD_NAMESPACE", "ome"),
                    help="namespace of the inferenceservice-config ConfigMap (env POD_NAMESPACE)")
-    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    p.add_argument("--log-level", default="info")
-    args = p.parse_args(argv)
+    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto",
+                   help="auto: console on a terminal, else JSON")
+    p.add_argument("--log-level", default="info", help="debug, info, warning or error")
+    args = flags.parse_args(p, argv)
+    if args.webhook_self_register and args.webhook_cert_bootstrap:
+        p.error("argument --webhook-self-register: not allowed with argument --webhook-cert-bootstrap "
+                "(each is a different source of the serving certificate)")
     if args.kube_api_burst is None:
         if args.kube_api_qps not in (0, 100.0):
             p.error("--kube-api-qps needs --kube-api-burst: set them together")

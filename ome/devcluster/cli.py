@@ -6,30 +6,49 @@ import argparse
 import sys
 from pathlib import Path
 
+from ome.cmd import flags
 from ome.devcluster import kwok_stages, nodes, paths
 from ome.devcluster.cluster import Cluster
 from ome.devcluster.kubeapi import KubeApi, KubeApiError
 from ome.devcluster.processes import ComponentError
 
+VERBS = (
+    ("up", "start it and return once ready",
+     "Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on 127.0.0.1 (building "
+     "the binaries on first use; a healthy cluster already in --state-dir is reused), create the fake GPU "
+     "nodes and print the kubeconfig's path once every component is healthy."),
+    ("down", "stop every process", "Stop every process of the cluster in --state-dir; its files stay."),
+    ("status", "report each component",
+     "Print each component's pid, health and log file; exit 1 unless all are healthy."),
+)
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ome-dev", description=__doc__)
+    parser = flags.parser("ome-dev", __doc__)
     sub = parser.add_subparsers(dest="group", required=True)
-    cluster = sub.add_parser("cluster", help="a local control plane with fake GPU nodes")
+    cluster = sub.add_parser("cluster", help="a local control plane with fake GPU nodes",
+                             formatter_class=flags.HelpFormatter, allow_abbrev=False)
     verbs = cluster.add_subparsers(dest="verb", required=True)
-    for verb, text in (("up", "start it and return once ready"), ("down", "stop every process"),
-                       ("status", "report each component")):
-        p = verbs.add_parser(verb, help=text)
-        p.add_argument("--state-dir", type=Path, default=paths.default_state_dir())
+    for verb, text, description in VERBS:
+        p = verbs.add_parser(verb, help=text, description=description,
+                             formatter_class=flags.HelpFormatter, allow_abbrev=False)
+        p.add_argument("--state-dir", type=Path, default=paths.default_state_dir(),
+                       help="the cluster's directory: certificates, etcd data, kubeconfig, pid files and "
+                            "logs/<component>.log")
         if verb == "up":
-            p.add_argument("--gpu-nodes", type=int, default=4)
-            p.add_argument("--timeout", type=float, default=180.0)
-    sub.add_parser("build", help="build (or verify) the control-plane binaries and print their directory")
+            p.add_argument("--gpu-nodes", type=int, default=4,
+                           help="fake GPU nodes to create, gpu-node-0..N-1 (kwok, 8 nvidia.com/gpu each)")
+            p.add_argument("--timeout", type=float, default=180.0,
+                           help="seconds each component may take to become healthy before `up` fails")
+    sub.add_parser("build", help="build (or verify) the control-plane binaries and print their directory",
+                   formatter_class=flags.HelpFormatter, allow_abbrev=False)
     fake = sub.add_parser("fake-gpu-nodes", help="for any cluster running kwok (e.g. kind): create the fake "
-                          "GPU nodes; print the kwok Stages with --stages")
-    fake.add_argument("--kubeconfig", type=Path)
-    fake.add_argument("--gpu-nodes", type=int, default=4)
-    fake.add_argument("--stages", action="store_true", help="print the Stage objects (kubectl apply -f -)")
+                          "GPU nodes; print the kwok Stages with --stages",
+                          formatter_class=flags.HelpFormatter, allow_abbrev=False)
+    fake.add_argument("--kubeconfig", type=Path, help="the cluster to create the nodes in")
+    fake.add_argument("--gpu-nodes", type=int, default=4, help="fake GPU nodes to create")
+    fake.add_argument("--stages", action=flags.BoolFlag,
+                      help="print the Stage objects (kubectl apply -f -) instead of creating nodes")
     return parser
 
 
@@ -54,7 +73,7 @@ def _fake_gpu_nodes(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = flags.parse_args(_parser(), argv)
     if args.group == "fake-gpu-nodes":
         return _fake_gpu_nodes(args)
     if args.group == "build":

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from ome.cmd import flags
 from ome.framework import errors, resources
 from ome.framework.client import Client
 from ome.framework.controller import Controller
@@ -89,20 +90,28 @@ async def sweep_orphans(client: Client, manager: Manager, reporter: NodeReporter
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="ome-model-agent", description=__doc__)
+    p = flags.parser("ome-model-agent", __doc__)
     p.add_argument("--kubeconfig", help="path to a kubeconfig; in-cluster config when unset")
-    p.add_argument("--node-name", default=os.environ.get("NODE_NAME"), help="this node (env NODE_NAME)")
-    p.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE", "ome"))
-    p.add_argument("--models-root-dir", default="/mnt/models")
-    p.add_argument("--num-download-worker", type=int, default=2)
+    p.add_argument("--node-name", default=os.environ.get("NODE_NAME"),
+                   help="the node this agent serves (env NODE_NAME; required)")
+    p.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE", "ome"),
+                   help="the agent's namespace (env POD_NAMESPACE): it holds the per-node status ConfigMaps "
+                        "(named after the node), and the Secret named in a ClusterBaseModel's storage.key")
+    p.add_argument("--models-root-dir", default="/mnt/models",
+                   help="root directory for models on the node: an hf:// or oci:// model without "
+                        "storage.path downloads to <dir>/<storageUri without its scheme>")
+    p.add_argument("--num-download-worker", type=int, default=2, help="models prepared at once")
     p.add_argument("--hf-endpoint", default=os.environ.get("HF_ENDPOINT") or os.environ.get("ENDPOINT")
                    or "https://huggingface.co", help="Hugging Face endpoint (env HF_ENDPOINT or ENDPOINT)")
     p.add_argument("--progress-interval", type=float, default=30.0, help="seconds between progress reports")
-    p.add_argument("--health-probe-bind-address", default=":8080", help='"0" disables /healthz and /readyz')
-    p.add_argument("--metrics-bind-address", default="0")
-    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    p.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
-    return p.parse_args(argv)
+    p.add_argument("--health-probe-bind-address", default=":8080",
+                   help='address of /healthz and /readyz; "0" disables them')
+    p.add_argument("--metrics-bind-address", default="0", help='address of /metrics; "0" disables it')
+    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto",
+                   help="auto: console on a terminal, else JSON")
+    p.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"),
+                   help="debug, info, warning or error (env LOG_LEVEL)")
+    return flags.parse_args(p, argv)
 
 
 def options_from(args: argparse.Namespace) -> AgentOptions:
