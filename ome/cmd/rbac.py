@@ -64,11 +64,13 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 # Grants on named objects (resourceNames), which the (apiGroup, resource) table above cannot express:
-# --webhook-cert-bootstrap sets the caBundle of OME's own webhook configurations, and no others.
+# --webhook-cert-bootstrap sets the caBundle of OME's own webhook configurations, and no others;
+# --webhook-self-register server-side applies them (a create, which the apiserver authorizes with the
+# object's name, so the named rule covers it) and deletes them on exit.
 NAMED_CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["admissionregistration.k8s.io"],
      "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
-     "resourceNames": [registry.CONFIGURATION_NAME], "verbs": ["get", "patch"]},
+     "resourceNames": [registry.CONFIGURATION_NAME], "verbs": ["create", "delete", "get", "patch"]},
 ]
 
 # What lives in the manager's own namespace, as a Role rather than cluster-wide: leader election, and the
