@@ -173,10 +173,18 @@ def step(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | None:
     return counted(ctx, row, pods, data)
 
 
-def expected_names(ctx: Context, index: int, data: RevisionData) -> set[str]:
+def expected_names(ctx: Context, index: int, data: RevisionData, ordinal: int = 0) -> set[str]:
+    """An Instance's pod names; a single-pod Instance's pod is at its `activeOrdinal` (a SurgeThenDrain
+    update moves it to the other ordinal: see `ome.omenative.rollout_plan`)."""
+    if not data.multi_pod:
+        return {names.pod_name(ctx.base, ctx.component, index, data.runners[0].name, ordinal)}
     return {
         names.pod_name(ctx.base, ctx.component, index, r.name, o) for r in data.runners for o in range(r.size)
     }
+
+
+def active_ordinal(row: Row) -> int:
+    return int(row.get("activeOrdinal") or 0)
 
 
 def members(row: Row, pods: list[PodView]) -> list[PodView]:
@@ -186,7 +194,7 @@ def members(row: Row, pods: list[PodView]) -> list[PodView]:
 def converge(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, out: Plan) -> Row:
     """Create an Instance's pods at its incarnation, open the gates together, and finish when every
     pod serves (for minReadySeconds); stale pods drain first since names repeat."""
-    expected = expected_names(ctx, row["index"], data)
+    expected = expected_names(ctx, row["index"], data, active_ordinal(row))
     stale = [p for p in pods if p.incarnation != row["incarnation"] or p.name not in expected]
     drain(stale, out)
     current = members(row, pods)
@@ -201,6 +209,10 @@ def converge(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, ou
     missing = expected - {p.name for p in pods}
     if missing:
         if row.get("phase") == "Pending":
+            # A rebuild starts over at ordinal 0, as a new Instance does.
+            row = {k: v for k, v in row.items() if k != "activeOrdinal"}
+            expected = expected_names(ctx, row["index"], data)
+            missing = expected - {p.name for p in pods}
             row = with_operation(ctx, {**row, "phase": "Creating"}, "Create", "CreatePods", ctx.ready_timeout)
             row["operation"]["reason"] = REBUILD  # it ran this revision: a failure is not retried
         out.creates.append(PodCreate(row["index"], row["incarnation"], data_hash(row), frozenset(missing)))
@@ -277,7 +289,7 @@ def deadline_failure(ctx: Context, expected: set[str], pods: list[PodView]) -> R
 def serving_whole(ctx: Context, row: Row, pods: list[PodView], data: RevisionData) -> bool:
     """Every pod of the Instance serves: it is never failed (nor retried) then."""
     serving = {p.name for p in members(row, pods) if p.serving}
-    return expected_names(ctx, row["index"], data) <= serving
+    return expected_names(ctx, row["index"], data, active_ordinal(row)) <= serving
 
 
 def retryable(row: Row) -> bool:
@@ -330,7 +342,7 @@ def restart_policy(ctx: Context, data: RevisionData) -> str:
 
 def check_ready(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, out: Plan) -> Row:
     """A Ready Instance whose pod failed, went missing or restarted after Ready."""
-    expected = expected_names(ctx, row["index"], data)
+    expected = expected_names(ctx, row["index"], data, active_ordinal(row))
     current = {p.name: p for p in members(row, pods) if p.name in expected}
     if not current and not any(not p.terminating for p in pods):
         if restart_policy(ctx, data) == "None":
@@ -378,8 +390,9 @@ def trigger(row: Row, expected: set[str], current: Mapping[str, PodView]) -> tup
 
 def repair_ready(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, out: Plan) -> None:
     """Under None, replace ended or missing pods in place; keep ready pods in rotation."""
-    expected = expected_names(ctx, row["index"], data)
-    current = members(row, pods)
+    expected = expected_names(ctx, row["index"], data, active_ordinal(row))
+    # Extra pods (a failed update's surge pod) are the rollout's: never put in rotation here.
+    current = [p for p in members(row, pods) if p.name in expected]
     for pod in current:
         if pod.ended:
             out.deletes.append(pod.name)

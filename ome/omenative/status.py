@@ -71,6 +71,9 @@ def compute(inp: Inputs) -> Obj:
         "updateRevision": inp.update_revision,
         "collisionCount": prev.get("collisionCount"),
         "labelSelector": names.label_selector_string(base, spec["component"]),
+        # Written by the Instance rollout controller (ome.controllers.instancerollout): carried as is.
+        "retryBlocks": prev.get("retryBlocks") or None,
+        "rolloutHold": prev.get("rolloutHold"),
     }
     status.update(instance_rows(inp.rows, inp.columnar))
     status["conditions"] = merge_conditions(
@@ -129,7 +132,7 @@ def rows_of(status: Mapping[str, Any]) -> list[Row]:
 
 
 def minimum_available(replica: Mapping[str, Any], desired: int) -> int:
-    """Desired less the update strategy's maxUnavailable (rounded down), or all of them."""
+    """Desired less the update strategy's maxUnavailable (a percentage rounded up), or all of them."""
     spec = replica.get("spec") or {}
     rolling = ((spec.get("lifecycle") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
     budget = rolling.get("maxUnavailable")
@@ -138,7 +141,7 @@ def minimum_available(replica: Mapping[str, Any], desired: int) -> int:
     if budget is None:
         return desired
     if isinstance(budget, str) and budget.endswith("%"):
-        budget = math.floor(desired * int(budget[:-1]) / 100)
+        budget = math.ceil(desired * int(budget[:-1]) / 100)
     return max(desired - int(budget), 0)
 
 
@@ -196,6 +199,8 @@ def conditions(inp: Inputs, c: Counts, current: str) -> list[tuple[str, str, str
             *(
                 ("True", "InstancesFailing", f"{c.failed} Instance(s) failed mid-rollout")
                 if rollout and c.failed
+                else ("True", "InstancesFailing", f"updates to {inp.update_revision} are held")
+                if rollout and _held(inp)
                 else ("False", "Progressing", "No Instance is failing")
             ),
         ),
@@ -242,6 +247,12 @@ def conditions(inp: Inputs, c: Counts, current: str) -> list[tuple[str, str, str
             ),
         ),
     ]
+
+
+def _held(inp: Inputs) -> bool:
+    """The update revision is Held: its retries ran out while the old Instances keep serving."""
+    blocks = (inp.replica.get("status") or {}).get("retryBlocks") or []
+    return any(b.get("targetRevision") == inp.update_revision and b.get("state") == "Held" for b in blocks)
 
 
 def _deadline_message(timeout: float | None) -> str:

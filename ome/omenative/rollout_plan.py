@@ -1,0 +1,616 @@
+"""Instance rollout planning (pure): move existing Instances onto the update revision, one pass at a time.
+
+The rollout owns an Instance while its row is `Updating` (operation type `Update`), and the `Failed`
+rows an update left behind; the InferenceReplica planner (`ome.omenative.instances`) owns every other
+phase and never touches an `Updating` row beyond its pod counts.
+
+States (row phase / operation step) and transitions, single-pod Instance:
+
+    Ready(old) --start, SurgeThenDrain--> Updating/Surge      (new pod at the other ordinal)
+    Ready(old) --start, RecreatePod, or a non-image change under InPlaceIfPossible--> Updating/Drain
+    Ready(old) --start, image-only change under InPlaceIfPossible/InPlaceOnly--> Updating/InPlace
+    Ready(old) --non-image change under InPlaceOnly--> Ready(old) + InPlaceUpdateNotPossible (once)
+    Updating/Surge --new pod serving for minReadySeconds, not paused--> Updating/SurgeDrain
+    Updating/Surge --attempt fails--> Ready(old), the new pod left as an extra pod (it holds a slot)
+    Updating/SurgeDrain --old pod drained, deleted--> Ready(new), activeOrdinal flipped
+    Updating/Drain --old pods gone--> pods created at incarnation + 1 --serving--> Ready(new)
+    Updating/InPlace --out of rotation--> images patched --containers ready, serving--> Ready(new)
+    Updating/Drain or InPlace --attempt fails--> Failed (operation kept), retried with new pods
+    Failed(update) --retry block allows--> Updating/Drain (incarnation + 1)
+
+A multi-pod Instance moves whole: Drain under every strategy but SurgeThenDrain, which needs a whole
+replacement Instance at a new index (not implemented yet: such Instances wait).
+
+A start needs: not paused, the revision's retry block allowing it (`rollout_retry`), a place past the
+partition (the lowest-indexed Instances on old revisions stay), and the budget: SurgeThenDrain counts
+moving Instances plus slots held by extra pods against maxSurge; the others count Instances out of
+service against maxUnavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ome.omenative import instance_names as names
+from ome.omenative import rollout_budget as budget
+from ome.omenative import rollout_inplace as inplace
+from ome.omenative import rollout_retry as retry
+from ome.omenative.pods_view import format_time, parse_time
+from ome.omenative.revisions import RevisionData
+from ome.omenative.rollout_pods import RolloutPod
+
+Row = dict[str, Any]
+Event = tuple[str, str, str]
+
+SURGE, SURGE_DRAIN, DRAIN, IN_PLACE = "Surge", "SurgeDrain", "Drain", "InPlace"
+PAUSED = "Paused"
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    namespace: str
+    replica: str
+    base: str
+    component: str
+    desired: int
+    update_revision: str
+    revisions: Mapping[str, RevisionData]
+    rows: Sequence[Row]
+    pods: Sequence[RolloutPod]
+    strategy: budget.Strategy
+    retry_blocks: Sequence[retry.Block]
+    policy: retry.RetryPolicy
+    now: datetime
+    ready_timeout: float | None = None
+    unschedulable_grace: float | None = None
+    min_ready_seconds: int = 0
+    paused: bool = False
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    previous_hold: Mapping[str, Any] | None = None
+    rejected: Mapping[int, str] = field(default_factory=dict)
+    """Instances whose pod the API server rejected this attempt (InvalidPodSpec), by index."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodCreate:
+    index: int
+    incarnation: int
+    revision_hash: str
+    runner: str
+    ordinal: int
+
+    def name(self, base: str, component: str) -> str:
+        return names.pod_name(base, component, self.index, self.runner, self.ordinal)
+
+
+@dataclass(slots=True)
+class Plan:
+    rows: dict[int, Row] = field(default_factory=dict)
+    """Changed rows only, by index."""
+    creates: list[PodCreate] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    open_gates: list[str] = field(default_factory=list)
+    close_gates: list[str] = field(default_factory=list)
+    image_patches: list[tuple[str, str]] = field(default_factory=list)
+    """(pod name, revision hash) to patch in place."""
+    events: list[Event] = field(default_factory=list)
+    retry_blocks: list[retry.Block] = field(default_factory=list)
+    rollout_hold: Row | None = None
+    release_answered: bool = False
+    wake_after: float | None = None
+
+    def wake(self, seconds: float | None) -> None:
+        if seconds is None:
+            return
+        seconds = max(seconds, 0.5)
+        self.wake_after = seconds if self.wake_after is None else min(self.wake_after, seconds)
+
+
+def digest(revision: str) -> str:
+    return names.hash_of_revision(revision)
+
+
+def pod_count(inp: Inputs, row: Row) -> int:
+    data = inp.revisions.get(digest(row.get("runningRevision") or ""))
+    return data.pod_count if data else 1
+
+
+def active(row: Row) -> int:
+    return int(row.get("activeOrdinal") or 0)
+
+
+def own_names(inp: Inputs, index: int, data: RevisionData, ordinal: int = 0) -> set[str]:
+    """An Instance's pod names; a single-pod Instance's pod sits at its active ordinal."""
+    if not data.multi_pod:
+        return {names.pod_name(inp.base, inp.component, index, data.runners[0].name, ordinal)}
+    return {
+        names.pod_name(inp.base, inp.component, index, r.name, o) for r in data.runners for o in range(r.size)
+    }
+
+
+def moving(row: Row) -> bool:
+    return row.get("phase") == "Updating" and (row.get("operation") or {}).get("type") == "Update"
+
+
+def failed_update(row: Row) -> bool:
+    return row.get("phase") == "Failed" and (row.get("operation") or {}).get("type") == "Update"
+
+
+# -- the pass ------------------------------------------------------------------------------------
+
+
+def plan(inp: Inputs) -> Plan:
+    out = Plan()
+    blocks = retry.for_update_revision(inp.retry_blocks, inp.update_revision)
+    answer = retry.release(inp.annotations, blocks, inp.namespace, inp.replica, inp.component)
+    if answer is not None:
+        blocks = answer.blocks
+        out.events.append(answer.event)
+        out.release_answered = True
+    by_index: dict[int, list[RolloutPod]] = {}
+    for pod in inp.pods:
+        by_index.setdefault(pod.index, []).append(pod)
+    rows = {int(r["index"]): dict(r) for r in inp.rows}
+    state = _Budget(inp, rows, by_index)
+    for index in sorted(rows):
+        row = rows[index]
+        if moving(row):
+            new, blocks = step(inp, row, by_index.get(index, []), blocks, out)
+            if new != row:
+                out.rows[index] = new
+                rows[index] = new
+    blocks = start_updates(inp, rows, by_index, blocks, state, out)
+    out.retry_blocks = blocks
+    out.wake(state.release_in)
+    return out
+
+
+class _Budget:
+    """Budget use before this pass's starts: moving Instances, extra pods, Instances out of service."""
+
+    def __init__(self, inp: Inputs, rows: Mapping[int, Row], pods: Mapping[int, list[RolloutPod]]) -> None:
+        self.extra: dict[int, list[budget.ExtraPod]] = {}
+        self.release_in: float | None = None
+        listed_all: list[budget.ExtraPod] = []
+        for index, row in rows.items():
+            data = inp.revisions.get(digest(row.get("runningRevision") or ""))
+            if data is None or moving(row) and (row.get("operation") or {}).get("strategy") == budget.SURGE:
+                continue
+            listed = [p for p in pods.get(index, []) if not (p.view.terminating and _grace_over(p, inp.now))]
+            mine = own_names(inp, index, data, active(row))
+            members = [p for p in listed if p.name in mine and not p.view.terminating]
+            others = sorted(
+                (p for p in listed if p not in members), key=lambda p: (p.view.terminating, p.name)
+            )
+            count = max(len(listed) - data.pod_count, 0)
+            extra = [budget.ExtraPod(p.name, index, p.view.terminating, p.grace_ends) for p in others[:count]]
+            if extra:
+                self.extra[index] = extra
+                listed_all += extra
+        self.release_in = budget.next_release(listed_all, inp.now)
+        self.sizes = {i: pod_count(inp, r) for i, r in rows.items()}
+        self.surging = sum(
+            1
+            for r in rows.values()
+            if moving(r) and (r.get("operation") or {}).get("strategy") == budget.SURGE
+        )
+        self.unavailable = sum(
+            1
+            for i, r in rows.items()
+            if r.get("phase") != "Deleting" and (_out_of_service(inp, r, pods.get(i, [])) or _drain_move(r))
+        )
+
+    def surge_prior(self, index: int) -> tuple[int, list[budget.ExtraPod]]:
+        """Slots in use, not counting the candidate's own extra pods (its start evicts them)."""
+        extra = [p for i, pods in self.extra.items() if i != index for p in pods]
+        return self.surging + budget.extra_slots(extra, self.sizes), extra
+
+
+def _grace_over(pod: RolloutPod, now: datetime) -> bool:
+    return pod.grace_ends is not None and now >= pod.grace_ends
+
+
+def _drain_move(row: Row) -> bool:
+    return moving(row) and (row.get("operation") or {}).get("strategy") != budget.SURGE
+
+
+def _out_of_service(inp: Inputs, row: Row, pods: list[RolloutPod]) -> bool:
+    data = inp.revisions.get(digest(row.get("runningRevision") or ""))
+    if data is None:
+        return True
+    serving = [p for p in pods if p.view.serving and p.view.incarnation == row.get("incarnation")]
+    return len(serving) < data.pod_count
+
+
+# -- starting updates ----------------------------------------------------------------------------
+
+
+def start_updates(
+    inp: Inputs,
+    rows: dict[int, Row],
+    pods: Mapping[int, list[RolloutPod]],
+    blocks: list[retry.Block],
+    state: _Budget,
+    out: Plan,
+) -> list[retry.Block]:
+    target = inp.update_revision
+    new = inp.revisions.get(digest(target))
+    if new is None:
+        return blocks
+    waiting = sorted(
+        i
+        for i, r in rows.items()
+        if r.get("phase") in ("Ready", "Failed") and r.get("runningRevision") != target
+    )
+    retrying = sorted(i for i, r in rows.items() if failed_update(r) and r.get("runningRevision") == target)
+    held = set(waiting[: inp.strategy.partition])
+    candidates = [i for i in waiting if i not in held] + retrying
+    hold: Row | None = None
+    started = 0
+    limit = inp.strategy.budget(inp.desired)
+    for index in sorted(candidates):
+        if inp.paused:
+            break
+        row = rows[index]
+        block = retry.find(blocks, target)
+        allowed, gate = retry.start_allowed(block, inp.now)
+        if not allowed:
+            hold = hold or _hold(inp, str(gate), retry.hold_reason(block or {}))
+            out.wake(retry.wake_after(block, inp.now))
+            break
+        old = inp.revisions.get(digest(row.get("runningRevision") or ""))
+        if old is None:
+            continue
+        kind = choose_step(inp, old, new, failed_update(row))
+        if kind is None:
+            _refuse(inp, row, out)
+            continue
+        if kind == SURGE and old.multi_pod:
+            continue  # a whole replacement Instance: not implemented, the Instance stays
+        if limit is not None:
+            if kind == SURGE:
+                prior, extra = state.surge_prior(index)
+                projected = prior + 1  # `surging` already counts this pass's starts
+                if projected > limit:
+                    hold = hold or _hold(inp, "Budget", budget.surge_denied(limit, projected, extra))
+                    continue
+            elif not failed_update(row):
+                projected = state.unavailable + 1
+                if _out_of_service(inp, row, pods.get(index, [])):
+                    projected -= 1  # already counted
+                if projected > limit:
+                    hold = hold or _hold(inp, "Budget", budget.unavailability_denied(limit, projected))
+                    continue
+        if block is not None:
+            blocks = retry.replace(blocks, retry.started(block), target)
+        fresh = begin(inp, row, kind, pods.get(index, []), out)
+        # The first step's pod writes follow the status write that records the operation.
+        fresh, blocks = step(inp, fresh, pods.get(index, []), blocks, out)
+        out.rows[index] = rows[index] = fresh
+        started += 1
+        if kind == SURGE:
+            state.surging += 1
+        elif not _out_of_service(inp, row, pods.get(index, [])):
+            state.unavailable += 1
+        if block is not None:
+            break  # a retry is one attempt at a time
+    out.rollout_hold = hold
+    return blocks
+
+
+def choose_step(inp: Inputs, old: RevisionData, new: RevisionData, retrying: bool) -> str | None:
+    """The step an update starts with under the spec's strategy; None when InPlaceOnly refuses it."""
+    kind = inp.strategy.type
+    if retrying:
+        return DRAIN  # a failed attempt is retried with new pods
+    if kind == budget.SURGE:
+        return SURGE
+    if kind == budget.RECREATE:
+        return DRAIN
+    if inplace.in_place_possible(old, new):
+        return IN_PLACE
+    if kind == budget.IN_PLACE_ONLY and not (old.multi_pod or new.multi_pod):
+        return None
+    return DRAIN
+
+
+def _refuse(inp: Inputs, row: Row, out: Plan) -> None:
+    """The InPlaceUpdateNotPossible warning, once per Instance and target (stamped in `announced`)."""
+    entry = f"InPlaceUpdateNotPossible@{digest(inp.update_revision)}"
+    announced = list(row.get("announced") or [])
+    if entry in announced:
+        return
+    out.events.append(
+        ("Warning", "InPlaceUpdateNotPossible", inplace.refused_message(inp.component, row["index"]))
+    )
+    out.rows[int(row["index"])] = {**row, "announced": sorted({*announced, entry})}
+
+
+def _hold(inp: Inputs, gate: str, reason: str) -> Row:
+    previous = inp.previous_hold or {}
+    same = previous.get("gate") == gate and previous.get("reason") == reason
+    since = previous.get("since") if same else None
+    return {
+        "gate": gate,
+        "reason": reason,
+        "since": since or format_time(inp.now),
+        "target": inp.update_revision,
+    }
+
+
+def operation(inp: Inputs, row: Row, kind: str, retries: int = 0) -> Row:
+    now = format_time(inp.now)
+    op: Row = {
+        "id": f"{row['index']}-{row.get('incarnation') or 1}-update-{digest(inp.update_revision)}",
+        "type": "Update",
+        "step": kind,
+        "startedAt": now,
+        "lastProgressAt": now,
+        "targetRevision": inp.update_revision,
+        "strategy": inp.strategy.type,
+    }
+    if retries:
+        op["id"] += f"-{retries}"
+        op["retryCount"] = retries
+    if inp.ready_timeout is not None:
+        op["deadline"] = format_time(inp.now + timedelta(seconds=inp.ready_timeout))
+    return op
+
+
+def begin(inp: Inputs, row: Row, kind: str, pods: list[RolloutPod], out: Plan) -> Row:
+    """Start an update: record the operation first; a surge evicts the Instance's extra pods."""
+    retries = int((row.get("operation") or {}).get("retryCount") or 0) + 1 if failed_update(row) else 0
+    new = {k: v for k, v in row.items() if k not in ("readySince", "operation")}
+    new.update(
+        phase="Updating", targetRevision=inp.update_revision, operation=operation(inp, row, kind, retries)
+    )
+    if kind == DRAIN:
+        new["incarnation"] = int(row.get("incarnation") or 1) + 1
+    if kind == SURGE:
+        data = inp.revisions[digest(row["runningRevision"])]
+        mine = own_names(inp, row["index"], data, active(row))
+        out.deletes += [p.name for p in pods if p.name not in mine and not p.view.terminating]
+    return new
+
+
+# -- one moving Instance -------------------------------------------------------------------------
+
+
+def step(
+    inp: Inputs, row: Row, pods: list[RolloutPod], blocks: list[retry.Block], out: Plan
+) -> tuple[Row, list[retry.Block]]:
+    op = dict(row.get("operation") or {})
+    target = str(op.get("targetRevision") or row.get("targetRevision"))
+    data = inp.revisions.get(digest(target))
+    if data is None:
+        return row, blocks  # its target revision is gone: nothing to render from
+    row = _clock(inp, row, op)
+    kind = op.get("step")
+    if kind in (SURGE, SURGE_DRAIN):
+        return step_surge(inp, row, pods, data, target, blocks, out)
+    if kind == IN_PLACE:
+        return step_in_place(inp, row, pods, data, target, blocks, out)
+    return step_drain(inp, row, pods, data, target, blocks, out)
+
+
+def _clock(inp: Inputs, row: Row, op: Row) -> Row:
+    """The operation clock stops while paused; the deadline restarts in full on resume."""
+    if inp.paused and op.get("step") == SURGE and op.get("waiting") != PAUSED:
+        return {**row, "operation": {**op, "waiting": PAUSED}}
+    if not inp.paused and op.get("waiting") == PAUSED:
+        op = {k: v for k, v in op.items() if k != "waiting"}
+        if inp.ready_timeout is not None:
+            op["deadline"] = format_time(inp.now + timedelta(seconds=inp.ready_timeout))
+        return {**row, "operation": op}
+    return row
+
+
+def attempt_failure(inp: Inputs, row: Row, current: list[RolloutPod], out: Plan) -> Row | None:
+    """lastFailure when the attempt failed: a revision fault on a new pod, a rejected pod, a pod
+    unschedulable past the grace, or the deadline. None while it may still succeed."""
+    now = format_time(inp.now)
+    for pod in sorted(current, key=lambda p: p.name):
+        if retry.counts_against_revision(pod.waiting_reason):
+            failure = {"podName": pod.name, "reason": pod.waiting_reason, "time": now}
+            if pod.container:
+                failure["containerName"] = pod.container
+            return failure
+    if (reason := inp.rejected.get(int(row["index"]))) is not None:
+        return {"podName": "", "reason": reason, "time": now}
+    if inp.unschedulable_grace is not None:
+        for pod in current:
+            since = pod.unschedulable_since
+            if since is None:
+                continue
+            over = since + timedelta(seconds=inp.unschedulable_grace)
+            if inp.now >= over:
+                return {"podName": pod.name, "reason": "Unschedulable", "time": now}
+            out.wake((over - inp.now).total_seconds())
+    op = row.get("operation") or {}
+    deadline = parse_time(op.get("deadline"))
+    if deadline is not None and op.get("waiting") != PAUSED:
+        if inp.now >= deadline:
+            name = min((p.name for p in current), default="")
+            return {"podName": name, "reason": "DeadlineExceeded", "time": now}
+        out.wake((deadline - inp.now).total_seconds())
+    return None
+
+
+def _fail_block(
+    inp: Inputs, target: str, failure: Row, blocks: list[retry.Block], out: Plan
+) -> list[retry.Block]:
+    block = retry.failed(retry.find(blocks, target), target, str(failure["reason"]), inp.policy, inp.now)
+    if block["state"] == retry.HELD:
+        out.events.append(
+            ("Warning", "RetryHeld", retry.held_message(inp.namespace, inp.replica, inp.component, block))
+        )
+    else:
+        out.wake(retry.wake_after(block, inp.now))
+    return retry.replace(blocks, block, target) if target == inp.update_revision else blocks
+
+
+def _succeeded(target: str, blocks: list[retry.Block]) -> list[retry.Block]:
+    block = retry.find(blocks, target)
+    if block is not None and block.get("state") == retry.IN_PROGRESS:
+        return retry.replace(blocks, None, target)
+    return blocks
+
+
+def settled(inp: Inputs, pods: list[RolloutPod], out: Plan) -> bool:
+    """Every pod serves, each for minReadySeconds (else wake when the window ends)."""
+    remaining = 0.0
+    for pod in pods:
+        if not pod.view.serving:
+            return False
+        since = parse_time(pod.view.ready_since) or inp.now
+        remaining = max(remaining, inp.min_ready_seconds - (inp.now - since).total_seconds())
+    if remaining > 0:
+        out.wake(remaining)
+        return False
+    return bool(pods)
+
+
+def open_when_ready(pods: list[RolloutPod], expected: int, out: Plan) -> None:
+    """Gates open together once every pod's containers are ready (a gang enters rotation at once)."""
+    if len(pods) == expected and all(p.view.containers_ready for p in pods):
+        out.open_gates += [p.name for p in pods if p.view.gate != "True"]
+
+
+def finish(inp: Inputs, row: Row, target: str, **extra: Any) -> Row:
+    done = {k: v for k, v in row.items() if k not in ("operation", "activeOrdinal")}
+    done.update(phase="Ready", runningRevision=target, targetRevision=target, readySince=format_time(inp.now))
+    done.update({k: v for k, v in extra.items() if v})
+    return done
+
+
+def step_surge(
+    inp: Inputs,
+    row: Row,
+    pods: list[RolloutPod],
+    data: RevisionData,
+    target: str,
+    blocks: list[retry.Block],
+    out: Plan,
+) -> tuple[Row, list[retry.Block]]:
+    op = row["operation"]
+    started = parse_time(op.get("startedAt")) or inp.now
+    old_ordinal, new_ordinal = active(row), 1 - active(row)
+    runner = data.runners[0].name
+    new_name = names.pod_name(inp.base, inp.component, row["index"], runner, new_ordinal)
+    old_name = names.pod_name(inp.base, inp.component, row["index"], runner, old_ordinal)
+    surge = [p for p in pods if p.name == new_name]
+    leftovers = [p for p in surge if not p.view.terminating and p.created is not None and p.created < started]
+    current = [p for p in surge if not p.view.terminating and p not in leftovers]
+    out.deletes += [p.name for p in leftovers]
+    if op.get("step") == SURGE:
+        failure = attempt_failure(inp, row, current, out)
+        if failure is not None:
+            back = {k: v for k, v in row.items() if k not in ("operation",)}
+            back.update(phase="Ready", targetRevision=row.get("runningRevision"), lastFailure=failure)
+            back["readySince"] = back.get("readySince") or format_time(inp.now)
+            return back, _fail_block(inp, target, failure, blocks, out)
+        if not surge:
+            out.creates.append(
+                PodCreate(row["index"], int(row.get("incarnation") or 1), digest(target), runner, new_ordinal)
+            )
+            return row, blocks
+        open_when_ready(current, 1, out)
+        if not settled(inp, current, out) or inp.paused:
+            return row, blocks
+        row = {**row, "operation": {**op, "step": SURGE_DRAIN, "lastProgressAt": format_time(inp.now)}}
+    old = [p for p in pods if p.name == old_name and not p.view.terminating]
+    for pod in old:
+        if pod.view.gate != "False" and pod.view.phase == "Running":
+            out.close_gates.append(pod.name)
+            return row, blocks
+        if not pod.view.drained:
+            return row, blocks
+    out.deletes += [p.name for p in old]
+    return finish(inp, row, target, activeOrdinal=new_ordinal), _succeeded(target, blocks)
+
+
+def step_drain(
+    inp: Inputs,
+    row: Row,
+    pods: list[RolloutPod],
+    data: RevisionData,
+    target: str,
+    blocks: list[retry.Block],
+    out: Plan,
+) -> tuple[Row, list[retry.Block]]:
+    """Drain and delete every pod of an older incarnation; then create the target's pods at the row's
+    incarnation (names repeat, so only once the old ones are gone)."""
+    incarnation = int(row.get("incarnation") or 1)
+    stale = [p for p in pods if p.view.incarnation != incarnation]
+    for pod in stale:
+        if pod.view.terminating:
+            continue
+        if pod.view.gate != "False" and pod.view.phase == "Running" and pod.view.gate is not None:
+            out.close_gates.append(pod.name)
+        elif pod.view.drained or pod.view.gate is None:
+            out.deletes.append(pod.name)
+    if stale:
+        return row, blocks
+    if row.get("runningRevision") != target:
+        row = {**row, "runningRevision": target}
+    expected = own_names(inp, row["index"], data, active(row))
+    current = [p for p in pods if p.name in expected and not p.view.terminating]
+    failure = attempt_failure(inp, row, current, out)
+    if failure is not None:
+        return {**row, "phase": "Failed", "lastFailure": failure}, _fail_block(
+            inp, target, failure, blocks, out
+        )
+    missing = expected - {p.name for p in pods}
+    for name in sorted(missing):
+        runner, ordinal = _runner_of(inp, row["index"], name, data)
+        out.creates.append(PodCreate(row["index"], incarnation, digest(target), runner, ordinal))
+    open_when_ready(current, len(expected), out)
+    if len(current) == len(expected) and settled(inp, current, out):
+        return finish(inp, row, target, activeOrdinal=active(row)), _succeeded(target, blocks)
+    return row, blocks
+
+
+def _runner_of(inp: Inputs, index: int, name: str, data: RevisionData) -> tuple[str, int]:
+    prefix = f"{inp.base}-{inp.component}-{index}-"
+    runner, _, ordinal = name.removeprefix(prefix).rpartition("-")
+    return runner, int(ordinal)
+
+
+def step_in_place(
+    inp: Inputs,
+    row: Row,
+    pods: list[RolloutPod],
+    data: RevisionData,
+    target: str,
+    blocks: list[retry.Block],
+    out: Plan,
+) -> tuple[Row, list[retry.Block]]:
+    """Out of rotation (unless markNotReadyDuringLifecycle is false), patch the images, back in."""
+    expected = own_names(inp, row["index"], data, active(row))
+    current = [p for p in pods if p.name in expected and not p.view.terminating]
+    if not current:
+        # The pod is gone: nothing to update in place, recreate it instead.
+        op = {**row["operation"], "step": DRAIN}
+        return step_drain(inp, {**row, "operation": op}, pods, data, target, blocks, out)
+    pod = current[0]
+    wanted = inplace.images(data)
+    patched = all(pod.images.get(n) == i for n, i in wanted.items()) and pod.view.revision_hash == digest(
+        target
+    )
+    if not patched:
+        if inp.strategy.mark_not_ready and pod.view.gate == "True":
+            out.close_gates.append(pod.name)
+        elif not inp.strategy.mark_not_ready or pod.view.drained or not pod.view.ready:
+            out.image_patches.append((pod.name, digest(target)))
+        return row, blocks
+    failure = attempt_failure(inp, row, current, out)
+    if failure is not None:
+        new = {**row, "phase": "Failed", "lastFailure": failure, "runningRevision": target}
+        return new, _fail_block(inp, target, failure, blocks, out)
+    open_when_ready(current, 1, out)
+    if settled(inp, current, out):
+        return finish(inp, row, target, activeOrdinal=active(row)), _succeeded(target, blocks)
+    return row, blocks

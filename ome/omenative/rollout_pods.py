@@ -1,0 +1,64 @@
+"""What the rollout planner reads from an owned pod beyond `PodView` (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ome.omenative.pods_view import PodView, parse_time, view
+from ome.omenative.rollout_budget import deletion_grace_end
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutPod:
+    view: PodView
+    created: datetime | None
+    grace_ends: datetime | None
+    """Terminating pods: when the deletion grace elapses."""
+    waiting_reason: str | None
+    """The first container's waiting reason (ImagePullBackOff, CreateContainerConfigError, ...)."""
+    container: str | None
+    unschedulable_since: datetime | None
+    images: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.view.name
+
+    @property
+    def index(self) -> int:
+        return self.view.index
+
+    @property
+    def ordinal(self) -> int:
+        return int(self.name.rsplit("-", 1)[-1])
+
+
+def rollout_pod(pod: Mapping[str, Any]) -> RolloutPod | None:
+    base = view(pod)
+    if base is None:
+        return None
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    waiting, container = None, None
+    for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+        if reason and reason not in ("ContainerCreating", "PodInitializing"):
+            waiting, container = reason, cs.get("name")
+            break
+    scheduled = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+    unschedulable = None
+    if scheduled and scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+        unschedulable = parse_time(scheduled.get("lastTransitionTime"))
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return RolloutPod(
+        view=base,
+        created=parse_time(meta.get("creationTimestamp")),
+        grace_ends=deletion_grace_end(meta),
+        waiting_reason=waiting,
+        container=container,
+        unschedulable_since=unschedulable,
+        images={str(c.get("name")): str(c.get("image")) for c in containers},
+    )
