@@ -187,8 +187,10 @@ def build_plan(
     if serves_model:
         # Merged fine-tuned weights need no base-model files: no mount, no MODEL_PATH, no node selector.
         base_model = None if tuned is not None and tuned.merged else model
-        for pod_spec in pod_specs:
-            inject_models(pod_spec, base_model, overlays, model_path_env=tuned is None)
+        for pod_spec, block in ((base, None), (leader, "leader"), (worker, "worker")):
+            if pod_spec is not None:
+                has_runner = _runner_of(merged, block) is not None
+                inject_models(pod_spec, base_model, overlays, model_path_env=tuned is None, runner=has_runner)
     if tuned is not None:
         entry = fine_tuned_weights.check_config(config.fine_tuned_adapter)
         for pod_spec in pod_specs:
@@ -274,6 +276,12 @@ def _leader_worker(merged: Obj, grace: int | None) -> tuple[Obj | None, Obj | No
     return leader, worker, int(worker_block.get("size") or 1)
 
 
+def _runner_of(merged: Mapping[str, Any], block: str | None) -> Any:
+    """The runner a pod spec was built with: its leader/worker block's, else the component's."""
+    own = (merged.get(block) or {}).get("runner") if block is not None else None
+    return own or merged.get("runner")
+
+
 def _add_router_config(pod_spec: Obj, merged: Mapping[str, Any]) -> None:
     """A router's `config` map becomes env vars of its main container (existing env wins)."""
     settings = merged.get("config") or {}
@@ -298,17 +306,24 @@ def main_container(pod_spec: Obj, runner: Mapping[str, Any] | None = None) -> Ob
 
 
 def inject_models(
-    pod_spec: Obj, model: ModelSource | None, overlays: Sequence[ModelSource], *, model_path_env: bool = True
+    pod_spec: Obj,
+    model: ModelSource | None,
+    overlays: Sequence[ModelSource],
+    *,
+    model_path_env: bool = True,
+    runner: bool = True,
 ) -> None:
     """MODEL_PATH, the read-only model volume and the model-ready node selector; then the overlays.
 
     Runtime-only InferenceServices (no model) get none of it. Fine-tuned serving sets its own MODEL_PATH.
+    Without a runner (neither the runtime nor the InferenceService names one) the pod gets the volumes
+    and node selector but no container gets env or mounts: OME changes only the runner's container.
     A `pvc://` model mounts its claim instead of a host path and selects no node: no node ever carries
     its label, and the claim is reachable from any node the scheduler picks.
     """
     if model is None and not overlays:
         return
-    container = main_container(pod_spec)
+    container = main_container(pod_spec) if runner else {}  # runnerless: changes land nowhere
     selector: dict[str, str] = {}
     if model is not None:
         if model.path:

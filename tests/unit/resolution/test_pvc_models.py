@@ -119,7 +119,8 @@ def test_multinode_leader_and_worker_templates_mount_the_claim() -> None:
 
 
 def test_decoder_mounts_the_claim_and_router_does_not() -> None:
-    isvc = builders.isvc(decoder={}, router={})
+    # The decoder names a runner: OME changes only the runner's container (a runnerless one gets no env).
+    isvc = builders.isvc(decoder={"runner": {"image": "decoder:1"}}, router={})
     rendered = _render(isvc)
     _assert_mounts_the_claim(rendered[("Deployment", "llama-decoder")]["spec"]["template"]["spec"])
     router = rendered[("Deployment", "llama-router")]["spec"]["template"]["spec"]
