@@ -13,11 +13,12 @@ A bad `deploy` entry is fatal: the manager must exit at startup with
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ome.config.durations import is_duration
 from ome.framework import errors, resources
@@ -106,6 +107,26 @@ class DeployConfig(_Section):
         return value
 
 
+_CLASS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class IngressGatewaySpec(_Section):
+    """One Gateway the HTTPRoutes attach to: `namespace/name`, the domain of the host on it, and the name
+    of its entry in status.addresses."""
+
+    ome_ingress_gateway: str = Field(default="", alias="omeIngressGateway")
+    ingress_domain: str = Field(default="", alias="ingressDomain")
+    class_: str = Field(default="", alias="class")
+
+
+class NamespaceIngressGateways(_Section):
+    """namespaceIngressGateways.<namespace>: the Gateways for the InferenceServices of one namespace."""
+
+    primary: IngressGatewaySpec = Field(default_factory=IngressGatewaySpec)
+    additional: list[IngressGatewaySpec] | None = None
+    """None keeps the cluster-wide additionalIngressGateways; [] means none."""
+
+
 class IngressConfig(_Section):
     ingress_gateway: str | None = Field(default=None, alias="ingressGateway")
     ingress_service: str | None = Field(default=None, alias="ingressService")
@@ -119,6 +140,36 @@ class IngressConfig(_Section):
     disable_istio_virtual_host: bool = Field(default=False, alias="disableIstioVirtualHost")
     disable_ingress_creation: bool = Field(default=True, alias="disableIngressCreation")
     enable_gateway_api: bool = Field(default=False, alias="enableGatewayAPI")
+    # Gateway API settings (v1.3). A key the ConfigMap leaves out behaves as the docs say a kustomize
+    # install does: bare-domain shared host, hashing on x-routing-key only, no route timeout of OME's own.
+    ome_ingress_gateway_class: str = Field(default="", alias="omeIngressGatewayClass")
+    per_isvc_subdomain: bool = Field(default=False, alias="perISVCSubdomain")
+    shared_host_prefix: str = Field(default="", alias="sharedHostPrefix")
+    additional_ingress_gateways: list[IngressGatewaySpec] = Field(
+        default_factory=list, alias="additionalIngressGateways"
+    )
+    namespace_ingress_gateways: dict[str, NamespaceIngressGateways] = Field(
+        default_factory=dict, alias="namespaceIngressGateways"
+    )
+    consistent_hash_headers: list[str] = Field(
+        default_factory=lambda: ["x-routing-key"], alias="consistentHashHeaders"
+    )
+    default_route_timeout_seconds: int | None = Field(default=None, alias="defaultRouteTimeoutSeconds")
+
+    @model_validator(mode="after")
+    def _classes_are_labels(self) -> IngressConfig:
+        # A class names an entry of status.addresses, so it must be a lowercase RFC 1123 label.
+        found = [("omeIngressGatewayClass", self.ome_ingress_gateway_class)]
+        found += [(f"additionalIngressGateways[{i}].class", gw.class_)
+                  for i, gw in enumerate(self.additional_ingress_gateways)]
+        for namespace, entry in self.namespace_ingress_gateways.items():
+            found.append((f'namespaceIngressGateways["{namespace}"].primary.class', entry.primary.class_))
+            found += [(f'namespaceIngressGateways["{namespace}"].additional[{i}].class', gw.class_)
+                      for i, gw in enumerate(entry.additional or [])]
+        for where, value in found:
+            if value and (len(value) > 63 or not _CLASS_LABEL.fullmatch(value)):
+                raise ValueError(f"{where} \"{value}\" is not a lowercase RFC 1123 label")
+        return self
 
     @field_validator("domain_template", "ingress_domain", "url_scheme")
     @classmethod
@@ -174,8 +225,55 @@ class PDBPolicy(_Section):
 
 
 class PDBConfig(_Section):
-    raw_deployment: PDBPolicy = Field(default=PDBPolicy(maxUnavailable=1), alias="rawDeployment")
-    ome_native: PDBPolicy = Field(default=PDBPolicy(maxUnavailable=1), alias="omeNative")
+    """podDisruptionBudget: per-mode defaults. Without the key, the chart's `maxUnavailable: 1` for both
+    modes; with it, a mode left out or `null` has no default."""
+
+    raw_deployment: PDBPolicy | None = Field(default=None, alias="rawDeployment")
+    ome_native: PDBPolicy | None = Field(default=None, alias="omeNative")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _exactly_one(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for mode in ("rawDeployment", "omeNative"):
+            policy = data.get(mode)
+            if policy is None or isinstance(policy, PDBPolicy):
+                continue
+            if not isinstance(policy, dict):
+                raise ValueError(f"podDisruptionBudget.{mode} must be an object")
+            unknown = sorted(set(policy) - {"minAvailable", "maxUnavailable"})
+            if unknown:
+                raise ValueError(f"unknown field podDisruptionBudget.{mode}.{unknown[0]}")
+            present = [k for k in ("minAvailable", "maxUnavailable") if policy.get(k) is not None]
+            if len(present) != 1:
+                raise ValueError(
+                    f"exactly one of podDisruptionBudget.{mode}.minAvailable or "
+                    f"podDisruptionBudget.{mode}.maxUnavailable must be set"
+                )
+            if (problem := budget_problem(policy[present[0]])) is not None:
+                raise ValueError(f"podDisruptionBudget.{mode}.{present[0]} {problem}")
+        return data
+
+    def for_mode(self, mode: str) -> PDBPolicy | None:
+        """The default of a deployment mode (MultiNode has none)."""
+        return {"RawDeployment": self.raw_deployment, "OMENative": self.ome_native}.get(mode)
+
+
+CHART_PDB: Final = PDBConfig(rawDeployment=PDBPolicy(maxUnavailable=1), omeNative=PDBPolicy(maxUnavailable=1))
+
+
+class MetricProvider(_Section):
+    server_address: str = Field(alias="serverAddress")
+    auth_modes: str | None = Field(default=None, alias="authModes")
+
+
+class AutoscalerPolicyConfig(_Section):
+    """autoscalerPolicy: present (the chart writes it when `ome.autoscalerPolicy.enabled`) turns the alpha
+    AutoscalerPolicy feature on, unless it says `"enabled": false`."""
+
+    enabled: bool = True
+    metric_providers: dict[str, MetricProvider] = Field(default_factory=dict, alias="metricProviders")
 
 
 class AgentImageConfig(_Section):

@@ -4,35 +4,34 @@ Facts from the v1.3 ingress page: the Ingress is named after the InferenceServic
 IngressClass, and has one rule per hostname (path prefix `/`): the top-level host goes to the router, else
 the engine; the router's and decoder's hosts exist with those components; the engine's host exists with a
 router or a decoder. Hostnames come from `domainTemplate` (a Go template over Name, Namespace and
-IngressDomain). OME creates the Ingress once its target component (router, else decoder, else engine)
-is ready, and reports `{scheme}://{host}:{port}` with the target Service's port.
+IngressDomain, Annotations, Labels), after the service's `ome.io/ingress-*` overrides (ingress_settings.py).
+OME creates the Ingress once its target component (router, else decoder, else engine) is ready, and
+reports `{scheme}://{host}:{port}` with the target Service's port.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.resolution import naming, objects
+from ome.resolution import ingress_settings, naming, objects
 from ome.resolution.components import ComponentPlan
+from ome.resolution.ingress_settings import IngressError
 
 Obj = dict[str, Any]
 
 DISABLE_ANNOTATION: Final = "ome.io/ingress-disable-creation"
-URL_SCHEME_ANNOTATION: Final = "ome.io/ingress-url-scheme"
+URL_SCHEME_ANNOTATION: Final = ingress_settings.URL_SCHEME_ANNOTATION
 COMPONENT_NOT_READY: Final = "ComponentNotReady"
 COMPONENT_NOT_READY_MESSAGE: Final = "Target service not ready for ingress creation"
-GATEWAY_API_UNSUPPORTED: Final = "GatewayAPINotSupported"
-_FIELD: Final = re.compile(r"\{\{\s*\.(\w+)\s*\}\}")
+INVALID_INGRESS_CONFIG: Final = "InvalidIngressConfig"
 # Annotations that belong to kubectl or OME itself, not to the ingress controller.
 _NOT_COPIED: Final = ("kubectl.kubernetes.io/", "ome.io/")
 
 
-class IngressError(ValueError):
-    """The ingress settings cannot produce a hostname; the message names the setting."""
+__all__ = ["IngressError", "Route", "creation_enabled", "desired", "hostname", "routes", "target", "url"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +49,9 @@ def creation_enabled(isvc: Mapping[str, Any], config: InferenceServiceConfig) ->
     return not config.ingress.disable_ingress_creation
 
 
-def hostname(name: str, namespace: str, config: InferenceServiceConfig) -> str:
-    values = {"Name": name, "Namespace": namespace, "IngressDomain": config.ingress.ingress_domain}
-
-    def field(match: re.Match[str]) -> str:
-        key = match.group(1)
-        if key not in values:
-            raise IngressError(f"domainTemplate uses .{key}; only .Name, .Namespace and .IngressDomain exist")
-        return values[key]
-
-    host = _FIELD.sub(field, config.ingress.domain_template)
-    if "{{" in host or not re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", host):
-        raise IngressError(f"domainTemplate renders {host!r}, which is not a valid hostname")
-    return host
+def hostname(name: str, isvc: Mapping[str, Any], config: InferenceServiceConfig) -> str:
+    """The hostname of `name` (the service, or a component's Service) from the service's settings."""
+    return ingress_settings.hostname(name, isvc, ingress_settings.resolve(isvc, config.ingress))
 
 
 def target(plans: Sequence[ComponentPlan]) -> ComponentPlan | None:
@@ -79,13 +68,12 @@ def _port(isvc: Mapping[str, Any], plan: ComponentPlan) -> int:
 def routes(
     isvc: Mapping[str, Any], plans: Sequence[ComponentPlan], config: InferenceServiceConfig
 ) -> list[Route]:
-    meta = isvc["metadata"]
-    name, namespace = meta["name"], meta["namespace"]
+    name = isvc["metadata"]["name"]
     by_component = {plan.component: plan for plan in plans}
     front = by_component.get("router") or by_component.get("engine")
     if front is None:
         return []
-    found = [Route(hostname(name, namespace, config), naming.service_name(name, front.component),
+    found = [Route(hostname(name, isvc, config), naming.service_name(name, front.component),
                    _port(isvc, front))]
     wanted = []
     if "router" in by_component:
@@ -97,7 +85,7 @@ def routes(
     for component in wanted:
         service = naming.service_name(name, component)
         port = _port(isvc, by_component[component])
-        found.append(Route(hostname(service, namespace, config), service, port))
+        found.append(Route(hostname(service, isvc, config), service, port))
     return found
 
 
@@ -108,7 +96,7 @@ def desired(
     if not found:
         return None
     meta = isvc["metadata"]
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith(_NOT_COPIED)}
+    annotations = copied_annotations(isvc)
     labels = {naming.ISVC_LABEL: meta["name"], naming.COMPONENT_LABEL: naming.EXTERNAL_SERVICE_COMPONENT}
     spec: Obj = {"rules": [
         {"host": r.host, "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
@@ -131,6 +119,11 @@ def url(
     found = routes(isvc, plans, config)
     if not found:
         return None
-    annotations = (isvc.get("metadata") or {}).get("annotations") or {}
-    scheme = annotations.get(URL_SCHEME_ANNOTATION) or config.ingress.url_scheme
+    scheme = ingress_settings.resolve(isvc, config.ingress).url_scheme
     return f"{scheme}://{found[0].host}:{found[0].port}"
+
+
+def copied_annotations(isvc: Mapping[str, Any]) -> dict[str, str]:
+    """The service's annotations for its Ingress or HTTPRoutes, without kubectl's and OME's own."""
+    return {k: v for k, v in ((isvc.get("metadata") or {}).get("annotations") or {}).items()
+            if not k.startswith(_NOT_COPIED)}

@@ -14,6 +14,8 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
 - OMENative ControllerRevisions, whose pinned runners give a referenced replica's Service its ports when
   the replica stores none;
 - Pods of InferenceServices (slimmed), for the model status of the engine;
+- when served at start (routing.detect): owned HTTPRoutes, whose Gateway status sets IngressReady, and the
+  backend policy kind of the selected traffic translator (BackendTrafficPolicy or DestinationRule);
 - runtime revisions (ControllerRevisions with the `ome.io/runtime-of` label) in the config namespace: a
   new or deleted revision re-reconciles the services that pin that runtime or name the revision.
 
@@ -28,7 +30,7 @@ from typing import Any, Final, Protocol
 
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.controllers.inferenceservice import revision_gc, runtime_pinning
+from ome.controllers.inferenceservice import revision_gc, routing, runtime_pinning
 from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
 from ome.framework import predicates, resources, transforms
 from ome.framework.cache import SharedCache
@@ -67,6 +69,7 @@ def add_to_manager(
     revision_retention: int = revision_gc.DEFAULT_RETENTION,
     revision_grace: timedelta = revision_gc.DEFAULT_GRACE,
     config_source: ConfigSource | None = None,
+    routing_facts: routing.RoutingFacts | None = None,
 ) -> Controller:
     """Register the controller; `lws_served` says whether the LeaderWorkerSet CRD is served
     (check it once at startup with `client.is_served(resources.LEADER_WORKER_SETS)`). Runtime revisions
@@ -80,6 +83,7 @@ def add_to_manager(
         lws_served=lws_served,
         config_namespace=config_namespace,
         config_source=config_source,
+        routing_facts=routing_facts,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     spec_or_meta = predicates.or_(
@@ -93,6 +97,7 @@ def add_to_manager(
         informer = cache.informer_for(res, label_selector=CHILD_SELECTOR)
         controller.owns(informer, "ome.io", "InferenceService", predicates.resource_version_changed)
     _watch_replicas(controller, cache)
+    _watch_routing(controller, cache, reconciler.routing.resources())
     pods = cache.informer_for(resources.PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     controller.watches(pods, _pod_owner, predicates.resource_version_changed)
     runtime_revisions = cache.informer_for(
@@ -107,6 +112,15 @@ def add_to_manager(
     revision_gc.add_to_manager(manager, cache, manager.client, config_namespace=config_namespace,
                                retention=revision_retention, grace=revision_grace)
     return controller
+
+
+def _watch_routing(controller: Controller, cache: SharedCache, kinds: Iterable[resources.Resource]) -> None:
+    """HTTPRoutes (their Gateway status sets IngressReady) and the backend policy, when served. The policy
+    informer has no label selector: a same-named policy someone else wrote must be seen, not overwritten."""
+    for res in kinds:
+        selector = CHILD_SELECTOR if res == resources.HTTP_ROUTES else None
+        informer = cache.informer_for(res, label_selector=selector)
+        controller.owns(informer, "ome.io", "InferenceService", predicates.resource_version_changed)
 
 
 def _watch_dependencies(controller: Controller, cache: SharedCache) -> None:

@@ -44,7 +44,7 @@ import structlog
 
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.controllers.inferenceservice import converge, runtime_pinning, status, ttl
+from ome.controllers.inferenceservice import converge, routing, runtime_pinning, status, ttl
 from ome.framework import errors, resources
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
@@ -122,8 +122,10 @@ class InferenceServiceReconciler:
         clock: Callable[[], datetime] = _utcnow,
         config_namespace: str = "ome",
         config_source: ConfigSource | None = None,
+        routing_facts: routing.RoutingFacts | None = None,
     ) -> None:
         self._config_source = config_source
+        self.routing = routing.Routing(reader, recorder, routing_facts or routing.RoutingFacts())
         self._reader = reader
         self._writer = writer
         self._recorder = recorder
@@ -220,7 +222,7 @@ class InferenceServiceReconciler:
             raise RetryError(exc.message) from exc
         done, failure = await self._reconcile_components(isvc, plans)
         port = await self._reconcile_external_service(isvc, plans)
-        ingress_state = await self._reconcile_ingress(isvc, done)
+        ingress_state, traffic = await self._reconcile_ingress(isvc, done, _rfc3339(now))
         await self._delete_removed(isvc, {plan.component for plan in plans})
         observed = status.Observed(
             plans=done,
@@ -233,6 +235,7 @@ class InferenceServiceReconciler:
             has_overlays=found.requested,
             overlays_problem="; ".join(found.problems) or None,
             ingress=ingress_state,
+            traffic=traffic,
             **runtime_pinning.observed_fields(pin),
         )
         await self._write_status(isvc, status.compute(isvc, observed, self._config, _rfc3339(now)))
@@ -331,7 +334,7 @@ class InferenceServiceReconciler:
         )
         computed = status.compute(isvc, observed, self._config, _rfc3339(now))
         old = isvc.get("status") or {}
-        for key in ("url", "address"):  # the workloads still serve where they did
+        for key in ("url", "address", "addresses", "traffic"):  # the workloads still serve where they did
             if key in old:
                 computed[key] = old[key]
         await self._write_status(isvc, _keep_model_status(isvc, computed, has_model))
@@ -362,35 +365,22 @@ class InferenceServiceReconciler:
         )
 
     async def _reconcile_ingress(
-        self, isvc: Obj, plans: Sequence[ComponentPlan]
-    ) -> status.IngressState | None:
-        """The Ingress `{isvc}` with ingress creation on, once its target component is ready.
+        self, isvc: Obj, plans: Sequence[ComponentPlan], now: str
+    ) -> tuple[status.IngressState | None, Obj | None]:
+        """The Ingress or the HTTPRoutes with ingress creation on, and the backend policy (routing.py);
+        returns IngressReady's state (None while creation is off) and status.traffic."""
+        found = self._workloads(isvc, plans)
 
-        Turning creation off later leaves an existing Ingress serving, as documented: it is not deleted.
-        """
-        if not ingress.creation_enabled(isvc, self._config):
-            return None
-        if self._config.ingress.enable_gateway_api:
-            return status.IngressState(False, ingress.GATEWAY_API_UNSUPPORTED,
-                                       "Gateway API HTTPRoutes are not supported yet; set enableGatewayAPI "
-                                       "to false to get a Kubernetes Ingress")
-        not_ready = status.IngressState(
-            False, ingress.COMPONENT_NOT_READY, ingress.COMPONENT_NOT_READY_MESSAGE
-        )
-        gate = ingress.target(plans)
-        if gate is None:
-            return not_ready
-        if not status.workload_condition(gate, self._workloads(isvc, [gate]).get(gate.component)).ok:
-            return not_ready
-        try:
-            desired = ingress.desired(isvc, plans, self._config)
-            url = ingress.url(isvc, plans, self._config)
-        except ingress.IngressError as exc:
-            return status.IngressState(False, "InvalidIngressConfig", str(exc))
-        if desired is None:
-            return not_ready
-        await converge.converge(self._writer, desired, self._cached(desired))
-        return status.IngressState(True, url=url)
+        def serving(plan: ComponentPlan) -> bool:
+            workload = found.get(plan.component)
+            return routing.can_back_route(plan, workload, status.workload_condition(plan, workload).ok)
+
+        exposure = await self.routing.reconcile(isvc, plans, self._config, serving, now, writer=self._writer)
+        if exposure.created is None:
+            return None, exposure.traffic
+        state = status.IngressState(exposure.created, exposure.reason, exposure.message, exposure.url,
+                                    exposure.address, exposure.addresses)
+        return state, exposure.traffic
 
     async def _converge_external(self, isvc: Obj, desired: Obj | None) -> int | None:
         """Apply `desired` as the Service `{isvc}`, or delete ours when there is none to have."""

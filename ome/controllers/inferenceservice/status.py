@@ -83,6 +83,8 @@ class Observed:
     """Conditions reported as given, such as RuntimeDrifted; none of them feeds Ready."""
     ingress: IngressState | None = None
     """With ingress creation on: whether the Ingress exists and its URL; None while creation is off."""
+    traffic: Obj | None = None
+    """status.traffic (routing.py): the backend policy OME wrote for the traffic intent; None without."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,9 @@ class IngressState:
     reason: str = ""
     message: str = ""
     url: str | None = None
+    address: str | None = None
+    """status.address when it differs from the URL (HTTPRoutes: the cluster-local address)."""
+    addresses: list[Obj] | None = None
 
 
 def virtual_status(isvc: Mapping[str, Any], config: InferenceServiceConfig, now: str) -> Obj:
@@ -140,6 +145,8 @@ def compute(isvc: Mapping[str, Any], observed: Observed, config: InferenceServic
     if observed.has_model:
         status["modelStatus"] = model_status(conds[READY].ok, observed.engine_pods)
     status.update(observed.pin_fields)
+    if observed.traffic is not None:
+        status["traffic"] = observed.traffic
     return status
 
 
@@ -152,6 +159,8 @@ OWNED_FIELDS: Final = (
     "modelStatus",
     "pinnedRevisionName",
     "lastRuntimeSyncToken",
+    "addresses",
+    "traffic",
 )
 COMPONENT_FIELDS: Final = ("url", "lifecycle", "scaleTargetRef")
 """Within status.components.<c>, the fields this controller owns; other controllers report the rest."""
@@ -208,8 +217,8 @@ def ref_condition(ref: RoleRef) -> Cond:
 def _ingress_condition(config: InferenceServiceConfig, state: IngressState | None) -> Cond:
     if state is None:
         return Cond(INGRESS_READY, "True", INGRESS_DISABLED, INGRESS_DISABLED_MESSAGE)
-    if state.created:
-        return Cond(INGRESS_READY, "True", "IngressCreated", "Ingress created")
+    if state.created:  # True with no reason: the routes exist (and, with HTTPRoutes, are accepted)
+        return Cond(INGRESS_READY, "True")
     return Cond(INGRESS_READY, "False", state.reason, state.message)
 
 
@@ -259,7 +268,12 @@ def _component_status(
 def _urls(isvc: Mapping[str, Any], observed: Observed, config: InferenceServiceConfig) -> Obj:
     if observed.ingress is not None:
         url = observed.ingress.url
-        return {"url": url, "address": {"url": url}} if url else {}
+        if not url:
+            return {}
+        found: Obj = {"url": url, "address": {"url": observed.ingress.address or url}}
+        if observed.ingress.addresses:
+            found["addresses"] = observed.ingress.addresses
+        return found
     if observed.external_port is None:
         return {}
     url = f"http://{_host(isvc['metadata']['name'], isvc, config)}:{observed.external_port}"

@@ -71,7 +71,7 @@ def test_per_service_annotation_overrides_the_config(annotation: str | None, con
 
 def test_bad_domain_template_names_the_setting() -> None:
     with pytest.raises(ingress.IngressError, match="domainTemplate"):
-        ingress.hostname("a", "b", config(domainTemplate="{{ .Name }}.{{ .Cluster }}"))
+        ingress.hostname("a", builders.isvc("a", "b"), config(domainTemplate="{{ .Name }}.{{ .Cluster }}"))
 
 
 def test_url_scheme_annotation_and_copied_annotations() -> None:

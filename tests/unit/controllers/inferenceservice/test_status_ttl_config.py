@@ -170,9 +170,9 @@ def test_errors_name_the_key_and_field() -> None:
 
 
 def test_unknown_fields_are_kept() -> None:
-    config = cfg.parse({"ingress": '{"enableGatewayAPI": true, "perISVCSubdomain": true}'})
+    config = cfg.parse({"ingress": '{"enableGatewayAPI": true, "localGateway": "knative-serving/local"}'})
     assert config.ingress.enable_gateway_api is True
-    assert config.ingress.model_extra == {"perISVCSubdomain": True}
+    assert config.ingress.model_extra == {"localGateway": "knative-serving/local"}
 
 
 def test_namespace_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
