@@ -171,6 +171,7 @@ class IngressConfig(_Section):
                 raise ValueError(f"{where} \"{value}\" is not a lowercase RFC 1123 label")
         return self
 
+
     @field_validator("domain_template", "ingress_domain", "url_scheme")
     @classmethod
     def _empty_means_default(cls, value: str, info: Any) -> str:
@@ -225,55 +226,8 @@ class PDBPolicy(_Section):
 
 
 class PDBConfig(_Section):
-    """podDisruptionBudget: per-mode defaults. Without the key, the chart's `maxUnavailable: 1` for both
-    modes; with it, a mode left out or `null` has no default."""
-
-    raw_deployment: PDBPolicy | None = Field(default=None, alias="rawDeployment")
-    ome_native: PDBPolicy | None = Field(default=None, alias="omeNative")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _exactly_one(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        for mode in ("rawDeployment", "omeNative"):
-            policy = data.get(mode)
-            if policy is None or isinstance(policy, PDBPolicy):
-                continue
-            if not isinstance(policy, dict):
-                raise ValueError(f"podDisruptionBudget.{mode} must be an object")
-            unknown = sorted(set(policy) - {"minAvailable", "maxUnavailable"})
-            if unknown:
-                raise ValueError(f"unknown field podDisruptionBudget.{mode}.{unknown[0]}")
-            present = [k for k in ("minAvailable", "maxUnavailable") if policy.get(k) is not None]
-            if len(present) != 1:
-                raise ValueError(
-                    f"exactly one of podDisruptionBudget.{mode}.minAvailable or "
-                    f"podDisruptionBudget.{mode}.maxUnavailable must be set"
-                )
-            if (problem := budget_problem(policy[present[0]])) is not None:
-                raise ValueError(f"podDisruptionBudget.{mode}.{present[0]} {problem}")
-        return data
-
-    def for_mode(self, mode: str) -> PDBPolicy | None:
-        """The default of a deployment mode (MultiNode has none)."""
-        return {"RawDeployment": self.raw_deployment, "OMENative": self.ome_native}.get(mode)
-
-
-CHART_PDB: Final = PDBConfig(rawDeployment=PDBPolicy(maxUnavailable=1), omeNative=PDBPolicy(maxUnavailable=1))
-
-
-class MetricProvider(_Section):
-    server_address: str = Field(alias="serverAddress")
-    auth_modes: str | None = Field(default=None, alias="authModes")
-
-
-class AutoscalerPolicyConfig(_Section):
-    """autoscalerPolicy: present (the chart writes it when `ome.autoscalerPolicy.enabled`) turns the alpha
-    AutoscalerPolicy feature on, unless it says `"enabled": false`."""
-
-    enabled: bool = True
-    metric_providers: dict[str, MetricProvider] = Field(default_factory=dict, alias="metricProviders")
+    raw_deployment: PDBPolicy = Field(default=PDBPolicy(maxUnavailable=1), alias="rawDeployment")
+    ome_native: PDBPolicy = Field(default=PDBPolicy(maxUnavailable=1), alias="omeNative")
 
 
 class AgentImageConfig(_Section):
