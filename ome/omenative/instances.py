@@ -440,7 +440,11 @@ def announce_overdue(ctx: Context, row: Row, pods: list[PodView], deadline: date
 
 
 def counted(ctx: Context, row: Row, pods: list[PodView], data: RevisionData | None) -> Row:
-    new = {k: v for k, v in row.items() if k not in ("podCount", "servingPodCount", "availablePodCount")}
+    new = {
+        k: v
+        for k, v in row.items()
+        if k not in ("podCount", "servingPodCount", "availablePodCount", "admitted")
+    }
     return {**new, **_counts(pods, row, ctx.min_ready_seconds, ctx.now)}
 
 
@@ -450,6 +454,8 @@ def _counts(pods: list[PodView], row: Row, min_ready: int, now: datetime) -> Row
         "podCount": len(current),
         "servingPodCount": sum(1 for p in current if p.serving),
         "availablePodCount": sum(1 for p in current if available(p, min_ready, now)),
+        # "admitted": the Instance has its pods and none waits on a scheduling gate (the AOF `A` flag).
+        "admitted": bool(current) and not any(p.gated for p in current),
     }
     return {k: v for k, v in counts.items() if v}  # zero is the absent default, as in ColumnarV2
 

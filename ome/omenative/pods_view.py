@@ -30,6 +30,8 @@ class PodView:
     restart_reason: str | None = None
     exit_code: int | None = None
     container: str | None = None
+    gated: bool = False
+    """The pod still has a scheduling gate (it is not admitted to scheduling yet)."""
 
     @property
     def ended(self) -> bool:
@@ -83,6 +85,7 @@ def view(pod: Mapping[str, Any]) -> PodView | None:
         restart_reason=last.get("reason"),
         exit_code=last.get("exitCode"),
         container=(main or {}).get("name"),
+        gated=bool((pod.get("spec") or {}).get("schedulingGates")),
     )
 
 
