@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ome.framework import errors, resources  # noqa: E402
-from ome.framework.cache import tune_gc  # noqa: E402
 from ome.framework.client import Client  # noqa: E402
 from ome.framework.informer import Informer  # noqa: E402
+from ome.framework.manager import apply_gc_policy  # noqa: E402
 from ome.framework.transforms import slim_pod  # noqa: E402
 from ome.framework.transport import ClientSettings  # noqa: E402
 
@@ -150,10 +150,7 @@ async def memory_per_pod(
     gc.collect()
     tracemalloc.start()
     baseline = tracemalloc.get_traced_memory()[0]
-    informer = Informer(
-        client, PODS, namespace=namespace, metadata_only=metadata_only, transform=transform,
-        freeze_gc_on_relist=False,
-    )
+    informer = Informer(client, PODS, namespace=namespace, metadata_only=metadata_only, transform=transform)
     started = time.perf_counter()
     informer.start()
     await informer.wait_for_sync(300)
@@ -201,8 +198,6 @@ async def churn_rate(
     synced = sum(len(i.store) for i in informers)
     print(f"initial sync of {synced} Pods into {len(informers)} informer(s): {took:.2f} s"
           f" ({synced / took:,.0f} objects/s)")  # fmt: skip
-    gc.collect()
-    gc.freeze()
     seen = 0
     started, cpu = time.perf_counter(), time.process_time()
     if args.fake:
@@ -221,7 +216,6 @@ async def churn_rate(
         await asyncio.wait_for(done.wait(), 600)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     await asyncio.gather(*(i.stop() for i in informers))
-    gc.unfreeze()
     print(f"events applied to the cache: {seen} in {wall:.2f} s = {seen / wall:,.0f} events/s")
     per_event = cpu / max(seen, 1)
     print(f"  informer CPU {cpu / wall * 100:.0f}% of one core, {per_event * 1e6:.1f} µs per event"
@@ -273,7 +267,7 @@ async def run(args: argparse.Namespace, client: Client) -> None:
 
 
 async def main() -> None:
-    tune_gc()  # as the manager does when it starts
+    apply_gc_policy()  # the manager's GC policy, set once at start
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

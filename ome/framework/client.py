@@ -4,6 +4,11 @@ Objects are the JSON dicts the apiserver sends, decoded with orjson; nothing is 
 models (framework.md §2a: kubernetes-asyncio models cost ~1 ms per Pod). The namespace of a write is
 taken from the object's metadata unless given. Every call takes `timeout` in seconds; None means the
 client default (`ClientSettings.timeout`). Errors are `errors.ApiError` subclasses.
+
+Writes can be fenced: `fence_writes(check)` makes every write sent from the current task, and from
+the tasks it creates afterwards, call `check()` first, which raises to refuse it. The manager fences its
+leader work with "the Lease is still ours by our own clock", so a leader that was paused past its lease
+writes nothing once it wakes, while its standby-safe work (webhook registration) stays unfenced.
 """
 
 # ruff: noqa: ASYNC109  -- a per-call `timeout` is part of the client contract (leader election needs it)
@@ -14,6 +19,7 @@ import builtins
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
+from contextvars import ContextVar
 from typing import Any, Final, Literal
 
 import aiohttp
@@ -40,6 +46,13 @@ PATCH_CONTENT_TYPES: Final[dict[str, str]] = {
 APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 # A watch may outlive timeoutSeconds by the time the server takes to close it; the client gives it a minute.
 WATCH_GRACE: Final = 60.0
+
+_write_fence: ContextVar[Callable[[], None] | None] = ContextVar("ome_write_fence", default=None)
+
+
+def fence_writes(check: Callable[[], None]) -> None:
+    """Run `check` before every write of this task and of the tasks it creates from now on."""
+    _write_fence.set(check)
 
 
 def selector_string(selector: Selector | None) -> str | None:
@@ -278,12 +291,16 @@ class Client:
         subresource: str | None = None,
         field_manager: str | None = None,
         timeout: float | None = None,
+        idempotent: bool = False,
     ) -> Obj:
+        """`idempotent=True` says applying `patch` twice equals applying it once (it only sets values),
+        so a dropped connection may be retried as a GET would be."""
         path = res.path(namespace, name, subresource)
         content_type = PATCH_CONTENT_TYPES[patch_type]
         query = _write_query(field_manager, False)
         return await self._call(
-            "PATCH", path, query=query, body=patch, content_type=content_type, timeout=timeout
+            "PATCH", path, query=query, body=patch, content_type=content_type, timeout=timeout,
+            idempotent=idempotent or None,
         )
 
     async def apply(
@@ -342,11 +359,6 @@ class Client:
         )
         return None if result.get("kind") == "Status" else result
 
-    async def get_scale(
-        self, res: Resource, name: str, namespace: str | None = None, *, timeout: float | None = None
-    ) -> Obj:
-        return await self._call("GET", res.path(namespace, name, "scale"), timeout=timeout)
-
     async def update_scale(
         self, res: Resource, name: str, namespace: str | None, replicas: int, *, timeout: float | None = None
     ) -> Obj:
@@ -386,10 +398,14 @@ class Client:
         content_type: str | None = None,
         accept: str = JSON,
         timeout: float | None = None,
+        idempotent: bool | None = None,
     ) -> Obj:
+        if method != "GET" and (fence := _write_fence.get()) is not None:
+            fence()
         data = orjson.dumps(body) if body is not None else None
         raw = await self._transport.request(
-            method, path, query=query, body=data, content_type=content_type, accept=accept, timeout=timeout
+            method, path, query=query, body=data, content_type=content_type, accept=accept, timeout=timeout,
+            idempotent=idempotent,
         )
         try:
             decoded = orjson.loads(raw) if raw else {}

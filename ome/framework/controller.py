@@ -9,20 +9,28 @@ guarantees one key is never reconciled by two workers at once.
 Each outcome maps to exactly one queue action (controller-runtime `reconcileHandler`):
 
     raised TerminalError         counted and logged, not requeued
-    raised anything else         add_rate_limited (per-key backoff + global bucket)
+    raised anything else         add_rate_limited (per-key backoff + global bucket); this includes a
+                                 CancelledError the reconciler let escape: only a cancellation of the
+                                 worker itself (the manager stopping it) ends a worker
     Result(requeue_after > 0)    forget + add_after (polling resets the backoff)
     Result()                     forget
 
 Every log record of a reconcile, including the reconciler's own structlog calls,
 carries `controller`, `namespace`, `name` and `reconcile_id` through contextvars.
+
+With a `sync_period` (controller-runtime's SyncPeriod), every object cached by the primary
+informers (`for_`) is enqueued again every period, jittered to [0.9, 1.1) of it, so an event
+that was missed is repaired without a restart. It bypasses predicates: its point is to reconcile
+objects whose events were lost, which a change filter would drop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Final, Protocol
 
 import structlog
@@ -41,6 +49,8 @@ __all__ = ["Controller", "Informer"]
 # bugs in the reconciler rather than failures of the world, so they are counted apart.
 _PANIC_TYPES: Final = (AssertionError, AttributeError, LookupError, NameError, TypeError, ZeroDivisionError)
 _SYNC_POLL_SECONDS: Final = 0.05
+# controller-runtime's calculateResyncPeriod: each period is stretched by a factor in [0.9, 1.1).
+RESYNC_JITTER: Final = 0.1
 
 
 class Informer(Protocol):
@@ -52,11 +62,19 @@ class Informer(Protocol):
     def has_synced(self) -> bool: ...
 
 
+class PrimaryInformer(Informer, Protocol):
+    """A primary informer also hands out what it caches, for the periodic resync."""
+
+    def list(self) -> list[Obj]: ...
+
+
 class Controller:
     """Runs one reconciler over the keys its watches produce.
 
     `reconcile_timeout` (seconds) cancels a reconcile that runs longer and counts it as
-    an error; `cache_sync_timeout` bounds the wait for informers in `start`.
+    an error; `cache_sync_timeout` bounds the wait for informers in `start`; `sync_period`
+    (seconds, None for never) re-enqueues every primary object that often. `sleep` and `rng`
+    drive the resync timer; tests inject them.
     """
 
     def __init__(
@@ -68,7 +86,10 @@ class Controller:
         rate_limiter: ratelimit.RateLimiter | None = None,
         reconcile_timeout: float | None = None,
         cache_sync_timeout: float = 120.0,
+        sync_period: float | None = None,
         logger: FilteringBoundLogger | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError(f"max_concurrent_reconciles must be >= 1, got {max_concurrent_reconciles}")
@@ -78,11 +99,16 @@ class Controller:
         self._max_concurrent = max_concurrent_reconciles
         self._reconcile_timeout = reconcile_timeout
         self._cache_sync_timeout = cache_sync_timeout
+        self.sync_period = sync_period
+        self._sleep = sleep
+        self._rng = rng or random.Random()
         base: FilteringBoundLogger = logger or structlog.get_logger("ome.framework.controller")
         self._log = base.bind(controller=name)
         self._metrics = ControllerMetrics(name)
         self._informers: list[Informer] = []
+        self._primaries: list[PrimaryInformer] = []
         self._workers: list[asyncio.Task[None]] = []
+        self._resync: asyncio.Task[None] | None = None
         self._started = False
         self._stopping = False
 
@@ -106,8 +132,9 @@ class Controller:
         self._informers.append(informer)
         return self
 
-    def for_(self, informer: Informer, *predicates: Predicate) -> Controller:
-        """Watch the primary resource: each event reconciles the object itself."""
+    def for_(self, informer: PrimaryInformer, *predicates: Predicate) -> Controller:
+        """Watch the primary resource: each event reconciles the object itself, as does each resync."""
+        self._primaries.append(informer)
         return self.watch(informer, handlers.enqueue_for_object, *predicates)
 
     def owns(
@@ -143,6 +170,20 @@ class Controller:
             asyncio.create_task(self._worker(), name=f"controller-{self.name}-worker-{i}")
             for i in range(self._max_concurrent)
         ]
+        if self.sync_period and self._primaries:
+            self._resync = asyncio.create_task(self._resync_loop(), name=f"controller-{self.name}-resync")
+
+    def abort(self) -> None:
+        """Stop at once, without waiting: shut the queue and cancel every worker mid-reconcile.
+
+        For a lost Lease: another replica may already be leading, so nothing here may keep acting.
+        A reconcile that is cancelled between two writes is repaired by the next leader, since
+        reconciles are level-triggered.
+        """
+        self._stopping = True
+        self.queue.shutdown()
+        for task in [*self._workers, *([self._resync] if self._resync else [])]:
+            task.cancel()
 
     async def stop(self, grace_period: float | None = 30.0) -> None:
         """Stop taking keys, let in-flight reconciles finish, cancel those still running after `grace_period`.
@@ -151,6 +192,10 @@ class Controller:
         """
         self._stopping = True
         self.queue.shutdown()
+        if self._resync is not None:
+            self._resync.cancel()
+            await asyncio.gather(self._resync, return_exceptions=True)
+            self._resync = None
         if not self._workers:
             return
         self._log.info("Shutdown signal received, waiting for all workers to finish")
@@ -170,6 +215,22 @@ class Controller:
         except TimeoutError:
             self._log.error("Could not wait for Cache to sync", timeout=self._cache_sync_timeout)
             raise TimeoutError(f"controller {self.name!r}: timed out waiting for caches to sync") from None
+
+    async def _resync_loop(self) -> None:
+        assert self.sync_period
+        while not self._stopping:
+            await self._sleep(self.sync_period * (1 - RESYNC_JITTER + 2 * RESYNC_JITTER * self._rng.random()))
+            self.resync()
+
+    def resync(self) -> int:
+        """Enqueue every object the primary informers cache; returns how many keys were added."""
+        count = 0
+        for informer in self._primaries:
+            for obj in informer.list():
+                self.queue.add(handlers.request_for(obj))
+                count += 1
+        self._log.debug("Resync", objects=count)
+        return count
 
     # -- workers -----------------------------------------------------------------------------
 
@@ -201,6 +262,12 @@ class Controller:
         started = time.monotonic()
         try:
             result = await self._call_reconciler(req)
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if self._stopping or (task is not None and task.cancelling()):
+                raise  # the worker itself is being stopped
+            # A reconciler awaited something that was cancelled under it: an error like any other.
+            self._on_error(req, exc)
         except Exception as exc:
             self._on_error(req, exc)
         else:
@@ -231,7 +298,7 @@ class Controller:
         self.queue.forget(req)
         self._metrics.success.inc()
 
-    def _on_error(self, req: Request, exc: Exception) -> None:
+    def _on_error(self, req: Request, exc: BaseException) -> None:
         metrics = self._metrics
         if getattr(exc, "requeue_after", None):
             self._log.warning(

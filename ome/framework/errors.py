@@ -16,7 +16,8 @@ is our ``IgnoreNotFound`` and ``except Conflict`` is a retry-on-conflict.
     ├── TooManyRequests             429 (APF or the eviction budget)
     ├── ServerError                 5xx
     ├── ServerTimeout               504 or reason Timeout/ServerTimeout, or no answer in time; a TimeoutError
-    └── TransportError              no HTTP answer at all (refused, reset, truncated); a ConnectionError
+    ├── TransportError              no HTTP answer at all (refused, reset, truncated); a ConnectionError
+    └── NotLeader                   not sent: leader work tried to write without a valid Lease
 
 AlreadyExists is deliberately not a Conflict: retrying a create with a fresh resourceVersion cannot help.
 """
@@ -103,6 +104,10 @@ class ServerTimeout(ApiError, TimeoutError):
 
 class TransportError(ApiError, ConnectionError):
     """No usable HTTP answer: connection refused or reset, TLS failure, truncated body."""
+
+
+class NotLeader(ApiError):
+    """Never sent: a write from leader work while this process cannot be sure it still holds the Lease."""
 
 
 _BY_STATUS: Final[dict[int, type[ApiError]]] = {

@@ -7,7 +7,9 @@ enqueue; they must not await or block, since they run inside the watch loop.
 
 Handlers receive `(event_type, obj, old)`; `old` is the replaced object for MODIFIED, else None.
 For DELETED, `obj` is the final state: the watch event's object, or for a deletion noticed only by
-a relist, the last object the store held (a tombstone).
+a relist, a `DeletedFinalStateUnknown` tombstone (client-go's name): a dict holding the last object
+the store had, so owner mappers read it like any object, marked so a handler can tell its state
+may be stale.
 
 An ADDED for a stored key arrives as MODIFIED and a MODIFIED for an unknown key as ADDED (the store
 decides, like client-go's HandleDeltas); a change that leaves the resourceVersion equal is dropped.
@@ -16,7 +18,7 @@ decides, like client-go's HandleDeltas); a change that leaves the resourceVersio
 from __future__ import annotations
 
 import asyncio
-import gc
+import builtins
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -33,6 +35,18 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Handler = Callable[[EventType, Obj, Obj | None], None]
 
 _log = structlog.get_logger(__name__)
+
+
+class DeletedFinalStateUnknown(dict[str, Any]):
+    """A deletion seen only as an absence in a relist: the last known object, whose final state is unknown.
+
+    A dict subclass, so handlers that map a deleted child to its owner read its ownerReferences
+    unchanged; `key` is the store key the object was held under.
+    """
+
+    def __init__(self, key: str, last_known: Obj) -> None:
+        super().__init__(last_known)
+        self.key = key
 
 
 def strip_managed_fields(obj: Obj) -> Obj:
@@ -66,7 +80,6 @@ class Informer:
         metadata_only: bool = False,
         transform: Transform | None = None,
         settings: ReflectorSettings | None = None,
-        freeze_gc_on_relist: bool = True,
     ) -> None:
         self.resource = res
         self.namespace = namespace
@@ -75,7 +88,6 @@ class Informer:
         self.store = Store()
         self._handlers: list[Handler] = []
         self._synced = asyncio.Event()
-        self._freeze_gc_on_relist = freeze_gc_on_relist
         self._task: asyncio.Task[None] | None = None
         self._reflector = Reflector(
             client,
@@ -99,6 +111,10 @@ class Informer:
     @property
     def last_sync_resource_version(self) -> str:
         return self._reflector.last_sync_resource_version
+
+    def list(self) -> builtins.list[Obj]:
+        """Every cached object (the stored dicts: treat them as immutable)."""
+        return self.store.list()
 
     def add_handler(self, handler: Handler) -> None:
         """Register a handler; objects already stored are replayed to it as ADDED (client-go does too)."""
@@ -131,8 +147,7 @@ class Informer:
 
     # Target of the reflector.
 
-    def replace(self, objs: list[Obj], resource_version: str) -> None:
-        relist = self.has_synced
+    def replace(self, objs: builtins.list[Obj], resource_version: str) -> None:
         added, updated, deleted = self.store.replace(objs)
         self._synced.set()
         self._log.debug(
@@ -144,11 +159,7 @@ class Informer:
         for old, new in updated:
             self._notify("MODIFIED", new, old)
         for obj in deleted:
-            self._notify("DELETED", obj, None)
-        if relist and self._freeze_gc_on_relist:
-            # The new objects are long-lived: take them out of future full collections (§2c).
-            gc.collect()
-            gc.freeze()
+            self._notify("DELETED", DeletedFinalStateUnknown(object_key(obj), obj), None)
 
     def apply(self, event_type: str, obj: Obj) -> None:
         if event_type == "DELETED":

@@ -2,7 +2,8 @@
 
 Owns the Lease record, the acquire and renew loops and the leadership signals (metrics, healthz).
 It does not own what leading means: `on_started_leading` runs the leader work and `on_stopped_leading`
-is told about a loss; the manager turns a loss into process exit, because client-go gives no fencing.
+is told about a loss; the manager stops its leader work then, and fences that work's writes with
+`holds_lease()` meanwhile, since the apiserver itself gives no fencing.
 
 Why it is built so (see the framework notes, section 4):
 * Expiry of someone else's lease is judged only from *our* monotonic clock at the moment we last saw the
@@ -182,6 +183,14 @@ class LeaderElector:
         """The holder we last observed ("" when unknown or released)."""
         return str(self._observed.get("holderIdentity") or "")
 
+    def holds_lease(self) -> bool:
+        """True while leading and the last successful renew is within the renew deadline, by our clock.
+
+        Judged at the moment of the call, not at the renew loop's next wake-up: after a pause (SIGSTOP,
+        a stalled loop) this turns False at once, even before the renew loop runs again.
+        """
+        return self._leading and self._renew_time_left() > 0
+
     def healthz_check(self, tolerance: float = 20.0) -> bool:
         """client-go's HealthzAdaptor: unhealthy when leading on a lease not renewed for LD + tolerance."""
         if not self._leading:
@@ -205,8 +214,8 @@ class LeaderElector:
             if self._config.release_on_cancel:
                 await self.release()
             raise
+        self._set_leading(False)  # before anything awaits: holds_lease() is False from here on
         await self._stop_work(work)
-        self._set_leading(False)
         if work.done() and not work.cancelled() and (exc := work.exception()) is not None:
             raise exc
         self._log.error("Leader election lost")

@@ -1,26 +1,46 @@
 """The manager: one process that runs the shared cache, the HTTP servers, leader election and the
 controllers, in controller-runtime's start order.
 
-Start order: metrics and health servers, webhook server, cache (synced, then GC-frozen), leader election,
-and only while leading the controllers and other leader-gated runnables. SIGTERM/SIGINT drain and exit.
-Losing the lease ends the process at once (no graceful drain): another replica is already taking over.
+Start order: the GC policy, metrics and health servers, webhook server, cache (synced), leader
+election, and only while leading the controllers and other leader-gated runnables.
+
+Stopping:
+* SIGTERM/SIGINT (or `stop()`) drains: running reconciles get `graceful_shutdown_timeout`. A stop that
+  arrives before the caches synced starts no controller and `run()` returns normally, so the process
+  exits 0 within the termination grace period.
+* Losing the Lease stops every controller's queue and workers at once, cancels the leader runnables,
+  and then `run()` raises `LeaderElectionLost` after shutting the rest down, as controller-runtime's
+  Start returns "leader election lost" and its main exits non-zero. The elector declares the loss at
+  the renew deadline, before any other replica can take the Lease (lease duration). In between, every
+  write of the leader work is fenced by the Lease as seen by our own monotonic clock (see
+  client.fence_writes), so a leader paused past its lease (SIGSTOP, a stalled VM) writes nothing when
+  it wakes, even before its renew loop notices.
+
+GC policy (`GC_THRESHOLDS`, set once by `run()` and nowhere else): decoded API objects are trees of
+dicts and lists without reference cycles, so refcounting frees them and the cyclic collector is
+overhead. With CPython's default gen-0 threshold (700) a busy watch triggers several collections per
+event, and promotions lead to full ones over the whole cache. The thresholds below make them rare.
+Nothing is frozen (`gc.freeze`): objects frozen while cached and later part of a cycle would never be
+collected. Library code never touches the collector.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import gc
 import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 import structlog
 
-from ome.framework.cache import SharedCache, tune_gc
-from ome.framework.client import Client
+from ome.framework import errors
+from ome.framework.cache import SharedCache
+from ome.framework.client import Client, fence_writes
 from ome.framework.controller import Controller
-from ome.framework.leaderelection import LeaderElectionConfig, LeaderElector
+from ome.framework.leaderelection import Clock, LeaderElectionConfig, LeaderElector
 from ome.framework.probes_server import HealthProbeServer, MetricsServer
 from ome.framework.webhook_server import WebhookServer
 
@@ -28,6 +48,19 @@ log = structlog.get_logger("manager")
 
 Runnable = Callable[[], Awaitable[None]]
 """A long-running coroutine function; cancelled on shutdown."""
+
+GC_THRESHOLDS: Final = (50_000, 50, 100)
+# controller-runtime's default SyncPeriod.
+DEFAULT_SYNC_PERIOD: Final = 10 * 3600.0
+
+
+def apply_gc_policy() -> None:
+    """The process-wide collector settings of a manager (see the module docstring)."""
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+class LeaderElectionLost(Exception):
+    """The Lease was lost; leader work has stopped and the process should exit non-zero."""
 
 
 @dataclass(kw_only=True)
@@ -42,15 +75,15 @@ class ManagerOptions:
     """Seconds to wait for every informer's initial list before giving up."""
     graceful_shutdown_timeout: float = 30.0
     """Seconds running reconciles get to finish after SIGTERM."""
+    sync_period: float | None = DEFAULT_SYNC_PERIOD
+    """Seconds between re-enqueues of every cached primary object (jittered); None for never.
+    Applied to each controller that has no sync period of its own."""
     webhook_server: WebhookServer | None = None
     on_leadership_lost: Callable[[], None] | None = None
-    """Called when the lease is lost; the default exits the process with status 1."""
+    """Called once leader work has stopped after the Lease was lost (run() then raises LeaderElectionLost)."""
     install_signal_handlers: bool = True
-
-
-def _exit_on_lost_lease() -> None:
-    log.error("leader election lost; exiting")
-    os._exit(1)  # no drain: a new leader may already be running, so we must stop acting now
+    leader_election_clock: Clock | None = None
+    """The elector's time source; None for the real clock (tests step a fake one)."""
 
 
 @dataclass
@@ -65,12 +98,16 @@ class Manager:
         self._runnables: list[Runnable] = []
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._leader_tasks: list[asyncio.Task[None]] = []
         self._leading = asyncio.Event()
+        self._lost = False
         self.elector: LeaderElector | None = None
         self._started_at = time.monotonic()
 
     # ---- registration --------------------------------------------------------------------------
     def add_controller(self, controller: Controller) -> None:
+        if controller.sync_period is None:
+            controller.sync_period = self.options.sync_period
         self._controllers.append(controller)
 
     def add_runnable(self, runnable: Runnable, *, needs_leader_election: bool = True) -> None:
@@ -90,8 +127,8 @@ class Manager:
 
     # ---- running -------------------------------------------------------------------------------
     async def run(self) -> None:
-        """Runs until stop() or SIGTERM/SIGINT, then drains."""
-        tune_gc()  # before the first list: the initial sync allocates most of what the process will hold
+        """Runs until stop() or SIGTERM/SIGINT, then drains; raises LeaderElectionLost after a lost Lease."""
+        apply_gc_policy()  # before the first list: the initial sync allocates most of what the process holds
         if self.options.install_signal_handlers:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -107,55 +144,86 @@ class Manager:
             for runnable in self._runnables:
                 self._spawn(runnable)
             await self.cache.start()
-            await self._wait_for_cache()
-            if self.options.leader_election is None:
-                await self._start_leading()
+            if await self._wait_for_cache():
+                if self.options.leader_election is None:
+                    await self._start_leading()
+                else:
+                    self._spawn(self._run_election)
+                await self._stop.wait()
             else:
-                self._spawn(self._run_election)
-            await self._stop.wait()
+                log.info("stopped before the caches synced; no controller was started")
         finally:
             await self._shutdown()
             await probes.stop()
             await metrics.stop()
+        if self._lost:
+            raise LeaderElectionLost("leader election lost")
 
-    async def _wait_for_cache(self) -> None:
+    async def _wait_for_cache(self) -> bool:
+        """True once every informer synced; False when a stop came first. A sync timeout raises."""
+        if self._stop.is_set():
+            return False
         sync = asyncio.create_task(self.cache.wait_for_sync(self.options.cache_sync_timeout))
         stop = asyncio.create_task(self._stop.wait())
-        done, _ = await asyncio.wait({sync, stop}, return_when=asyncio.FIRST_COMPLETED)
-        if sync not in done:
-            sync.cancel()
-            return
-        stop.cancel()
+        try:
+            done, _ = await asyncio.wait({sync, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sync, stop):
+                task.cancel()
+            await asyncio.gather(sync, stop, return_exceptions=True)
+        if sync not in done or self._stop.is_set():
+            return False
         sync.result()  # raises TimeoutError: a cache that never syncs is fatal, not silent
         log.info("caches synced", informers=len(self.cache.informers))
+        return True
 
     async def _run_election(self) -> None:
         config = self.options.leader_election
         assert config is not None
-        lost = self.options.on_leadership_lost or _exit_on_lost_lease
 
         async def on_started() -> None:
+            # Every write of the leader work (the tasks created below inherit this) checks the Lease first.
+            fence_writes(self._check_lease)
             await self._start_leading()
             # Leader work lives in its own tasks; holding here keeps the lease until cancelled.
             await asyncio.Event().wait()
 
         self.elector = LeaderElector(
-            self.client, config, on_started_leading=on_started, on_stopped_leading=lost,
+            self.client, config, on_started_leading=on_started, on_stopped_leading=self._on_lease_lost,
             on_new_leader=lambda identity: log.info("new leader observed", leader=identity),
+            clock=self.options.leader_election_clock,
         )
         await self.elector.run()
+
+    def _check_lease(self) -> None:
+        if self._lost or self.elector is None or not self.elector.holds_lease():
+            raise errors.NotLeader(0, "NotLeader", "the leader election Lease is not held; write refused")
+
+    def _on_lease_lost(self) -> None:
+        """Synchronous on purpose: no other task runs before every controller and leader task is stopped."""
+        self._lost = True
+        self._leading.clear()
+        for controller in self._controllers:
+            controller.abort()
+        for task in self._leader_tasks:
+            task.cancel()
+        log.error("leader election lost")
+        if self.options.on_leadership_lost is not None:
+            self.options.on_leadership_lost()
+        self.stop()
 
     async def _start_leading(self) -> None:
         log.info("starting controllers", controllers=[c.name for c in self._controllers])
         for controller in self._controllers:
             await controller.start()
         for runnable in self._leader_runnables:
-            self._spawn(runnable)
+            self._leader_tasks.append(self._spawn(runnable))
         self._leading.set()
 
-    def _spawn(self, runnable: Runnable) -> None:
+    def _spawn(self, runnable: Runnable) -> asyncio.Task[None]:
         task = asyncio.create_task(self._guard(runnable))
         self._tasks.append(task)
+        return task
 
     async def _guard(self, runnable: Runnable) -> None:
         try:
@@ -169,7 +237,7 @@ class Manager:
 
     async def _shutdown(self) -> None:
         log.info("shutting down")
-        grace = self.options.graceful_shutdown_timeout
+        grace = 0.0 if self._lost else self.options.graceful_shutdown_timeout
         await asyncio.gather(*(c.stop(grace_period=grace) for c in self._controllers), return_exceptions=True)
         for task in self._tasks:
             task.cancel()

@@ -6,7 +6,10 @@ the host, the TLS files and a bearer token with its refresh hook. We own the aio
 * one pool for requests and one for watches, because every open watch holds a connection for
   minutes and a shared pool would starve reads and writes (framework.md §1.2, rule 4);
 * a timeout on every request (kubernetes-asyncio has none by default, so a half-open socket hangs);
-* 429 and 5xx answers that carry Retry-After are retried up to `max_retries` times, like client-go;
+* one retry policy (`RetryPolicy`) for every request: 429 and 5xx answers that carry Retry-After are
+  retried after that wait, whatever the verb, like client-go; a connection that failed or dropped
+  before an answer is retried with a short backoff only for idempotent verbs (a replayed POST could
+  create twice); a request that timed out is not retried (the caller's deadline is spent);
 * every non-2xx answer, timeout and connection failure becomes an `errors.ApiError` subclass here
   and nowhere else; aiohttp exceptions never leak to callers.
 """
@@ -15,6 +18,7 @@ the host, the TLS files and a bearer token with its refresh hook. We own the aio
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -34,6 +38,46 @@ Query = Sequence[tuple[str, str]]
 
 _log = structlog.get_logger(__name__)
 SLOW_THROTTLE: Final = 1.0
+# RFC 9110 idempotent methods: sending one twice has the effect of sending it once. A PUT carries a
+# resourceVersion, so a replay of one that did land answers 409; a replayed DELETE answers 404.
+IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetryPolicy:
+    """When and after how long a failed request is sent again; the only retry loop of the client."""
+
+    max_retries: int = 10
+    """Retries of one request, whatever the reason (client-go: 10)."""
+    max_retry_after: float = 60.0
+    """Upper bound on a single Retry-After wait, so a broken proxy cannot park us for hours."""
+    connection_retries: int = 3
+    """Retries of an idempotent request whose connection failed before an answer (within max_retries)."""
+    connection_backoff: float = 0.1
+    """Seconds before the first connection retry; doubles each time, jittered by up to 50%."""
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0 or self.connection_retries < 0:
+            raise ValueError("retry counts must not be negative")
+        if self.connection_backoff < 0 or self.max_retry_after < 0:
+            raise ValueError("retry delays must not be negative")
+
+    def delay(
+        self, method: str, error: errors.ApiError, attempt: int, *, idempotent: bool | None = None,
+        rng: Callable[[], float] = random.random,
+    ) -> float | None:
+        """Seconds to wait before retry number `attempt` (1-based), or None to give up and raise `error`.
+
+        `idempotent` overrides the verb's idempotence (a JSON Patch that sets a value, for instance).
+        """
+        if attempt > self.max_retries:
+            return None
+        if error.retry_after is not None and (error.status == 429 or error.status >= 500):
+            return min(error.retry_after, self.max_retry_after)
+        safe = method.upper() in IDEMPOTENT_METHODS if idempotent is None else idempotent
+        if isinstance(error, errors.TransportError) and safe and attempt <= self.connection_retries:
+            return float(self.connection_backoff * 2 ** (attempt - 1) * (1 + rng() / 2))
+        return None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -44,10 +88,8 @@ class ClientSettings:
     """Seconds a plain request may take end to end, unless the call passes its own `timeout`."""
     connect_timeout: float = 10.0
     """Seconds to establish a TCP+TLS connection, for requests and watches alike."""
-    max_retries: int = 10
-    """Retries of a request answered 429 or 5xx with a Retry-After header (client-go: 10)."""
-    max_retry_after: float = 60.0
-    """Upper bound on a single Retry-After wait, so a broken proxy cannot park us for hours."""
+    retry: RetryPolicy = RetryPolicy()
+    """When a failed request is sent again."""
     user_agent: str = "ome-py/0.1"
     """Sent on every request; API priority and fairness and audit logs key on it."""
     pool_size: int = 100
@@ -66,8 +108,6 @@ class ClientSettings:
     def __post_init__(self) -> None:
         if self.timeout <= 0 or self.connect_timeout <= 0 or self.watch_sock_read <= 0:
             raise ValueError("timeouts must be positive")
-        if self.max_retries < 0:
-            raise ValueError("max_retries must not be negative")
         if self.qps < 0 or (self.qps > 0 and self.burst < 1):
             raise ValueError("a qps limit needs a burst of at least 1")
 
@@ -139,52 +179,69 @@ class Transport:
         content_type: str | None = None,
         accept: str = JSON,
         timeout: float | None = None,
+        idempotent: bool | None = None,
     ) -> bytes:
-        """Send one request and return the body of the 2xx answer; anything else raises ApiError."""
+        """Send one request and return the body of the 2xx answer; anything else raises ApiError.
+
+        Failures are retried as `ClientSettings.retry` says; `idempotent` overrides the verb's.
+        """
+        policy = self._settings.retry
+        attempt = 0
+        while True:
+            try:
+                return await self._send_once(method, path, query, body, content_type, accept, timeout)
+            except errors.ApiError as error:
+                attempt += 1
+                delay = policy.delay(method, error, attempt, idempotent=idempotent)
+                if delay is None:
+                    raise
+                _log.info(
+                    "Retrying request", method=method, path=path, status=error.status, reason=error.reason,
+                    delay=round(delay, 3), attempt=attempt,
+                )  # fmt: skip
+                await asyncio.sleep(delay)
+
+    async def _send_once(
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        body: bytes | None,
+        content_type: str | None,
+        accept: str,
+        timeout: float | None,
+    ) -> bytes:
         total = self._settings.timeout if timeout is None else timeout
         client_timeout = aiohttp.ClientTimeout(total=total, sock_connect=self._settings.connect_timeout)
         session = self._session()
-        for attempt in range(self._settings.max_retries + 1):
-            if self._throttle is not None and (delay := self._throttle.when(None)) > 0:
-                if delay > SLOW_THROTTLE:  # client-go's message: the QPS/burst limit is too low
-                    _log.info("Waited before sending request", delay=round(delay, 3), verb=method, url=path)
-                await asyncio.sleep(delay)
-            headers = await self._headers(accept, content_type)
-            try:
-                async with session.request(
-                    method,
-                    self._host + path,
-                    params=query,
-                    data=body,
-                    headers=headers,
-                    timeout=client_timeout,
-                    **self._extra,
-                ) as resp:
-                    data = await resp.read()
-                    self._report_warnings(resp.headers.getall("Warning", ()))
-                    if resp.status < 300:
-                        return data
-                    error = errors.error_for(resp.status, data)
-                    error.retry_after = _retry_after(resp.headers.get("Retry-After"))
-            except TimeoutError as exc:
-                raise errors.ServerTimeout(
-                    0, "Timeout", f"{method} {path}: no answer within {total} s"
-                ) from exc
-            except aiohttp.ClientError as exc:
-                raise errors.TransportError(0, "TransportError", f"{method} {path}: {exc!r}") from exc
-            if not _should_retry(error) or attempt == self._settings.max_retries:
-                raise error
-            delay = min(error.retry_after or 0.0, self._settings.max_retry_after)
-            _log.info(
-                "Retrying after server asked to wait",
-                method=method,
-                path=path,
-                status=error.status,
-                delay=delay,
-                attempt=attempt + 1,
-            )
+        if self._throttle is not None and (delay := self._throttle.when(None)) > 0:
+            if delay > SLOW_THROTTLE:  # client-go's message: the QPS/burst limit is too low
+                _log.info("Waited before sending request", delay=round(delay, 3), verb=method, url=path)
             await asyncio.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+        headers = await self._headers(accept, content_type)
+        try:
+            async with session.request(
+                method,
+                self._host + path,
+                params=query,
+                data=body,
+                headers=headers,
+                timeout=client_timeout,
+                **self._extra,
+            ) as resp:
+                data = await resp.read()
+                self._report_warnings(resp.headers.getall("Warning", ()))
+                if resp.status < 300:
+                    return data
+                error = errors.error_for(resp.status, data)
+                error.retry_after = _retry_after(resp.headers.get("Retry-After"))
+        except TimeoutError as exc:
+            raise errors.ServerTimeout(
+                0, "Timeout", f"{method} {path}: no answer within {total} s"
+            ) from exc
+        except aiohttp.ClientError as exc:
+            raise errors.TransportError(0, "TransportError", f"{method} {path}: {exc!r}") from exc
+        raise error
 
     @asynccontextmanager
     async def stream(
@@ -273,11 +330,6 @@ def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
     if getattr(configuration, "disable_strict_ssl_verification", False):
         context.verify_flags &= ~ssl.VERIFY_X509_STRICT
     return context
-
-
-def _should_retry(error: errors.ApiError) -> bool:
-    # client-go retries only when the server says when: 429, or 5xx with Retry-After.
-    return error.retry_after is not None and (error.status == 429 or error.status >= 500)
 
 
 def _retry_after(header: str | None) -> float | None:

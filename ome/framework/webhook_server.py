@@ -7,6 +7,11 @@ failures into a denial. Handlers only decide; see admission.py for building thei
 Why it is built so:
 * The apiserver gives up after the webhook configuration's timeoutSeconds (10 s by default), so a
   handler is cut at 8 s and the caller gets a clear denial instead of a generic apiserver timeout.
+* Metrics have controller-runtime's names (`controller_runtime_webhook_requests_total{webhook,code}`,
+  `_requests_in_flight`, `_latency_seconds`). `code` is the HTTP status, except that an answer that
+  reports a server failure inside the AdmissionReview (status.code 5xx: a crashed rule, a timeout) is
+  counted under that code, so OMEWebhookFailing (`code=~"5.."`) sees our bugs although the HTTP answer
+  is 200.
 * Rotated certificates are picked up by polling the files, since mounted Secrets change by a symlink
   swap that inotify on the file itself misses. Each version of the pair is loaded into a *fresh*
   SSLContext, and the listening context's SNI callback (called on every handshake, SNI or not) points
@@ -19,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import os
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
@@ -26,6 +32,7 @@ from typing import Any, Final
 import orjson
 import structlog
 from aiohttp import web
+from prometheus_client import Counter, Gauge, Histogram
 
 from ome.framework import admission
 
@@ -42,6 +49,22 @@ APISERVER_WEBHOOK_TIMEOUT: Final = 10.0
 MAX_BODY_BYTES: Final = 8 * 1024 * 1024
 
 _FileSignature = tuple[tuple[int, int, int], tuple[int, int, int]]
+
+REQUESTS: Final = Counter(
+    "controller_runtime_webhook_requests_total",
+    "Total number of admission requests by HTTP status code.",
+    ["webhook", "code"],
+)
+IN_FLIGHT: Final = Gauge(
+    "controller_runtime_webhook_requests_in_flight",
+    "Current number of admission requests being served.",
+    ["webhook"],
+)
+LATENCY: Final = Histogram(
+    "controller_runtime_webhook_latency_seconds",
+    "Histogram of the latency of processing admission requests",
+    ["webhook"],
+)
 
 
 class WebhookServer:
@@ -139,15 +162,31 @@ class WebhookServer:
         handler = self._handlers.get(request.path)
         if handler is None:
             return web.Response(status=404, text=f"no webhook registered at {request.path}\n")
+        in_flight = IN_FLIGHT.labels(request.path)
+        in_flight.inc()
+        started = time.monotonic()
+        try:
+            response, code = await self._serve(handler, request)
+        finally:
+            in_flight.dec()
+            LATENCY.labels(request.path).observe(time.monotonic() - started)
+        REQUESTS.labels(request.path, code).inc()
+        return response
+
+    async def _serve(self, handler: Handler, request: web.Request) -> tuple[web.Response, str]:
+        """The HTTP answer and the code it is counted under."""
         try:
             review = orjson.loads(await request.read())
         except orjson.JSONDecodeError:
-            return web.Response(status=400, text="request body is not valid JSON\n")
+            return web.Response(status=400, text="request body is not valid JSON\n"), "400"
         uid = _request_uid(review)
         if uid is None:
-            return web.Response(status=400, text="body is not an AdmissionReview with request.uid\n")
+            return web.Response(status=400, text="body is not an AdmissionReview with request.uid\n"), "400"
         answer = await self._answer(handler, review, uid, request.path)
-        return web.Response(body=orjson.dumps(answer), content_type="application/json")
+        status = answer["response"].get("status")
+        inner = status.get("code") if isinstance(status, dict) else None
+        code = str(inner) if isinstance(inner, int) and inner >= 500 else "200"
+        return web.Response(body=orjson.dumps(answer), content_type="application/json"), code
 
     async def _answer(
         self, handler: Handler, review: dict[str, Any], uid: str, path: str
@@ -230,9 +269,9 @@ def _response_of(result: Any) -> dict[str, Any]:
 
 
 def _crashed(log: Any, uid: str, exc: Exception) -> dict[str, Any]:
-    """Deny naming only the exception; the traceback goes to our log, never to the caller."""
+    """Deny with a generic message; the traceback goes to our log, never to the caller."""
     log.error("Webhook handler failed", exc_info=exc)
-    return _failure(uid, f"admission webhook failed: {type(exc).__name__}: {exc}"[:512], 500)
+    return _failure(uid, "internal error in the admission webhook; see the ome-manager log", 500)
 
 
 def _failure(uid: str, message: str, code: int) -> dict[str, Any]:

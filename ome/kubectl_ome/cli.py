@@ -24,7 +24,7 @@ import yaml
 
 from ome.framework import errors, resources
 from ome.framework.client import Client
-from ome.framework.transport import ClientSettings
+from ome.framework.transport import ClientSettings, RetryPolicy
 from ome.kubectl_ome import effective, explain, fetch, instances, status_report
 from ome.kubectl_ome.table import format_table
 

@@ -5,9 +5,16 @@ object and the old object, who asked) and return an `Outcome` (a denial message 
 warnings); defaulters return the mutated object. This module turns both into AdmissionReview answers.
 
 Why it is built so: the apiserver calls us with whatever a client sent, so a malformed review, an object
-of the wrong kind or a rule that trips over an unexpected shape must still get a well-formed answer. A
-denial with code 400 says what was wrong; the traceback goes to our log, never to the caller, and the
-server never answers 500 for input it could not read.
+of the wrong kind or a rule that trips over an unexpected shape must still get a well-formed answer:
+
+    malformed review or object          allowed false, status 400 BadRequest, what was wrong
+    cache still syncing                 allowed false, status 503 ServiceUnavailable (retryable)
+    a rule that raised (our bug)        allowed false, status 500 InternalError, a generic message;
+                                        the traceback goes to our log, never to the caller
+    the rule's verdict                  allowed, or status 403 Forbidden with the rule's message
+
+Every answer is HTTP 200 (controller-runtime's `Errored`): the status code inside says whose fault it
+is, and the webhook server counts a 500 in controller_runtime_webhook_requests_total{code="500"}.
 """
 
 from __future__ import annotations
@@ -129,7 +136,7 @@ def parse(review: Any, kind: str) -> AdmissionRequest:
     if got_kind != kind:
         raise MalformedRequest(f"this webhook admits {kind} objects, not {_clip(repr(got_kind), 80)}")
     operation = request.get("operation")
-    if operation not in _OPERATIONS:
+    if not isinstance(operation, str) or operation not in _OPERATIONS:
         raise MalformedRequest(f"unknown admission operation {_clip(repr(operation), 80)}")
     old = _object_or_none(request.get("oldObject"), "oldObject")
     obj = _object_or_none(request.get("object"), "object")
@@ -183,9 +190,13 @@ def _with_object(request: AdmissionRequest, obj: Obj) -> AdmissionRequest:
 
 
 def _failed(uid: str, kind: str, exc: Exception) -> admission.Review:
+    """A rule raised: a server bug, not the object's fault; the caller learns nothing of our internals."""
     _log.error("Admission rule failed", kind=kind, uid=uid, exc_info=exc)
-    message = f"{kind} could not be checked: {type(exc).__name__}: {exc}"
-    return admission.denied(uid, _clip(message), code=400, reason="BadRequest")
+    return admission.denied(uid, internal_error_message(kind), code=500, reason="InternalError")
+
+
+def internal_error_message(kind: str) -> str:
+    return f"internal error in the {kind} admission webhook; see the ome-manager log"
 
 
 def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:

@@ -89,7 +89,7 @@ def spec_error(name: str, spec: Obj) -> str | None:
 
 def deployment_mode_error(spec: Obj) -> str | None:
     mode = spec.get("deploymentMode")
-    if mode is None or mode in modes.SPEC_MODES:
+    if mode is None or (isinstance(mode, str) and mode in modes.SPEC_MODES):
         return None
     return f"spec.deploymentMode {mode!r} is not supported: use OMENative or RawDeployment"
 

@@ -51,6 +51,7 @@ class Fault:
     times: int = 1
     query: str = ""
     delay: float = 0.0  # seconds to stall before answering (client timeouts)
+    drop: bool = False  # close the connection instead of answering (a dropped connection)
 
 
 @dataclass
@@ -311,6 +312,8 @@ class FakeApiServer:
                 if fault.query in request.query_string:
                     fault.times -= 1
                     await asyncio.sleep(fault.delay)
+                    if fault.drop and request.transport is not None:
+                        request.transport.close()
                     return _status(fault.status, fault.reason, fault.message, headers=fault.headers)
         parts = request.path.strip("/").split("/")
         prefix_len = 2 if parts[0] == "api" else 3

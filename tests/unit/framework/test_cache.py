@@ -117,13 +117,17 @@ async def test_full_informers_are_preferred_over_metadata_only(cache: SharedCach
     assert "spec" in cache.get(PODS, "p1", "a")
 
 
-async def test_wait_for_sync_freezes_the_gc(cache: SharedCache) -> None:
+async def test_sync_and_relist_leave_the_process_gc_alone(cache: SharedCache, fake: FakeApiServer) -> None:
+    """The GC policy is the manager's, set once; library code never collects, freezes or retunes."""
     gc.unfreeze()
-    cache.informer_for(PODS)
+    thresholds = gc.get_threshold()
+    informer = cache.informer_for(PODS)
     await cache.start()
     await cache.wait_for_sync(2)
-    assert cache.has_synced
-    assert gc.get_freeze_count() > 0
+    informer.replace([pod("fresh", "a")], "999")  # what a relist delivers
+    assert cache.has_synced and cache.get(PODS, "fresh", "a")
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
 
 
 async def test_wait_for_sync_times_out(cache: SharedCache, fake: FakeApiServer) -> None:

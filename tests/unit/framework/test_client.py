@@ -17,8 +17,8 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config import incluster_config
 
 from ome.framework import certs, errors, resources, watch
-from ome.framework.client import META_ACCEPT, META_LIST_ACCEPT, Client
-from ome.framework.transport import ClientSettings
+from ome.framework.client import META_ACCEPT, META_LIST_ACCEPT, Client, fence_writes
+from ome.framework.transport import ClientSettings, RetryPolicy
 from tests.unit.framework.fake_apiserver import FakeApiServer
 
 Obj = dict[str, Any]
@@ -166,10 +166,9 @@ async def test_status_and_scale_subresources(client: Client, fake: FakeApiServer
     await client.update_status(resources.INFERENCE_REPLICAS, {**created, "status": {"phase": "Ready"}})
     assert fake.requests[-1].path.endswith("/inferencereplicas/r/status")
     await client.update_scale(resources.INFERENCE_REPLICAS, "r", "n", 3)
-    scale = await client.get_scale(resources.INFERENCE_REPLICAS, "r", "n")
-    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 3
+    assert fake.requests[-1].path.endswith("/inferencereplicas/r/scale")
     stored = await client.get(resources.INFERENCE_REPLICAS, "r", "n")
-    assert stored["status"] == {"phase": "Ready"}
+    assert stored["status"] == {"phase": "Ready"} and stored["spec"]["replicas"] == 3
 
 
 async def test_retry_after_on_429_is_honoured(client: Client, fake: FakeApiServer) -> None:
@@ -191,11 +190,90 @@ async def test_5xx_with_retry_after_is_retried_without_it_not(client: Client, fa
 
 async def test_retries_stop_after_max_retries(fake: FakeApiServer) -> None:
     fake.fail("GET", "/configmaps/c", 429, reason="TooManyRequests", headers={"Retry-After": "0"}, times=10)
-    async with make_client(fake, max_retries=2) as client:
+    async with make_client(fake, retry=RetryPolicy(max_retries=2)) as client:
         with pytest.raises(errors.TooManyRequests) as caught:
             await client.get(resources.CONFIGMAPS, "c", "default")
     assert caught.value.retry_after == 0.0
     assert len(fake.requests) == 3
+
+
+NO_WAIT = RetryPolicy(connection_backoff=0.0)
+
+
+async def test_a_get_whose_connection_dropped_is_retried(fake: FakeApiServer) -> None:
+    fake.add(resources.CONFIGMAPS, cm("c"))
+    fake.fail("GET", "/configmaps/c", 500, drop=True, times=2)
+    async with make_client(fake, retry=NO_WAIT) as client:
+        got = await client.get(resources.CONFIGMAPS, "c", "default")
+    assert got["metadata"]["name"] == "c"
+    assert sum(r.method == "GET" for r in fake.requests) == 3
+
+
+async def test_connection_retries_are_bounded(fake: FakeApiServer) -> None:
+    fake.add(resources.CONFIGMAPS, cm("c"))
+    fake.fail("PATCH", "/configmaps/c", 500, drop=True, times=100)
+    async with make_client(fake, retry=RetryPolicy(connection_backoff=0.0, connection_retries=2)) as client:
+        with pytest.raises(errors.TransportError):
+            await client.patch(resources.CONFIGMAPS, "c", {"data": {"a": "1"}}, "default", idempotent=True)
+    assert len(fake.requests) == 3  # the first try and two retries
+
+
+async def test_a_create_whose_connection_dropped_is_not_replayed(fake: FakeApiServer) -> None:
+    fake.fail("POST", "/configmaps", 500, drop=True)
+    async with make_client(fake, retry=NO_WAIT) as client:
+        with pytest.raises(errors.TransportError):
+            await client.create(resources.CONFIGMAPS, cm("c"))
+    assert len(fake.requests) == 1
+
+
+async def test_a_patch_declared_idempotent_is_retried_after_a_drop(fake: FakeApiServer) -> None:
+    fake.add(resources.CONFIGMAPS, cm("c"))
+    fake.fail("PATCH", "/configmaps/c", 500, drop=True)
+    async with make_client(fake, retry=NO_WAIT) as client:
+        with pytest.raises(errors.TransportError):
+            await client.patch(resources.CONFIGMAPS, "c", {"data": {"a": "1"}}, "default")
+        patched = await client.patch(resources.CONFIGMAPS, "c", {"data": {"a": "1"}}, "default", idempotent=True)
+    assert patched["data"] == {"a": "1"}
+
+
+def test_retry_policy_decisions() -> None:
+    policy = RetryPolicy(max_retries=3, connection_retries=2, connection_backoff=0.1, max_retry_after=5.0)
+    throttled = errors.TooManyRequests(429, "TooManyRequests", "slow down")
+    throttled.retry_after = 30.0
+    assert policy.delay("POST", throttled, 1) == 5.0, "Retry-After is honoured for any verb, capped"
+    assert policy.delay("POST", throttled, 4) is None, "max_retries bounds every retry"
+    unavailable = errors.ServerError(503, "ServiceUnavailable", "down")
+    assert policy.delay("GET", unavailable, 1) is None, "a 5xx without Retry-After is not retried"
+    dropped = errors.TransportError(0, "TransportError", "reset")
+    assert policy.delay("GET", dropped, 1, rng=lambda: 0.0) == 0.1
+    assert policy.delay("DELETE", dropped, 2, rng=lambda: 1.0) == pytest.approx(0.3)
+    assert policy.delay("GET", dropped, 3) is None
+    assert policy.delay("POST", dropped, 1) is None and policy.delay("PATCH", dropped, 1) is None
+    assert policy.delay("PATCH", dropped, 1, idempotent=True) is not None
+    timed_out = errors.ServerTimeout(0, "Timeout", "no answer")
+    assert policy.delay("GET", timed_out, 1) is None, "a timed-out request has spent its deadline"
+
+
+async def test_writes_are_refused_by_the_fence_of_their_task(client: Client, fake: FakeApiServer) -> None:
+    fake.add(resources.CONFIGMAPS, cm("c"))
+    refused = errors.NotLeader(0, "NotLeader", "no lease")
+
+    def fence() -> None:
+        raise refused
+
+    async def leader_work() -> None:
+        fence_writes(fence)
+        assert (await client.get(resources.CONFIGMAPS, "c", "default"))["metadata"]["name"] == "c"
+        child = asyncio.create_task(client.create(resources.CONFIGMAPS, cm("d")))
+        with pytest.raises(errors.NotLeader):
+            await child
+        with pytest.raises(errors.NotLeader):
+            await client.delete(resources.CONFIGMAPS, "c", "default")
+
+    await asyncio.create_task(leader_work())
+    writes = [r for r in fake.requests if r.method != "GET"]
+    assert writes == []
+    await client.create(resources.CONFIGMAPS, cm("e"))  # other tasks are not fenced
 
 
 async def test_per_call_timeout_raises_server_timeout(client: Client, fake: FakeApiServer) -> None:
@@ -207,7 +285,8 @@ async def test_per_call_timeout_raises_server_timeout(client: Client, fake: Fake
 
 
 async def test_connection_refused_raises_transport_error() -> None:
-    async with Client.from_configuration(Configuration(host="http://127.0.0.1:9")) as client:
+    settings = ClientSettings(retry=NO_WAIT)
+    async with Client.from_configuration(Configuration(host="http://127.0.0.1:9"), settings) as client:
         with pytest.raises(errors.TransportError) as caught:
             await client.get(resources.CONFIGMAPS, "c", "default")
     assert caught.value.status == 0

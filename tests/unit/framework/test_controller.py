@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -188,34 +189,40 @@ async def test_error_carrying_requeue_after_is_still_rate_limited(make: Callable
 async def test_same_key_is_never_reconciled_concurrently_while_distinct_keys_are(
     make: Callable[..., Controller],
 ) -> None:
+    """Driven by events, not time: each reconcile holds until the test lets it finish."""
     in_flight: list[str] = []
     overlaps: list[str] = []
     peak = 0
+    release = asyncio.Event()
+    all_started = asyncio.Event()
 
-    async def slow(req: Request, call: int) -> Result:
+    async def held(req: Request, call: int) -> Result:
         nonlocal peak
         if req.name in in_flight:
             overlaps.append(req.name)
         in_flight.append(req.name)
         peak = max(peak, len(in_flight))
-        await asyncio.sleep(0.02)
+        if len(in_flight) == 4:
+            all_started.set()
+        await release.wait()
         in_flight.remove(req.name)
         return Result()
 
-    rec = Recorder(slow)
+    rec = Recorder(held)
     informer = FakeInformer()
     ctrl = make(rec, max_concurrent_reconciles=4).for_(informer)
     await ctrl.start()
     assert metric("controller_runtime_max_concurrent_reconciles", ctrl.name) == 4
     for name in ["a", "b", "c", "d"]:
         informer.emit("ADDED", obj(name))
-    await asyncio.sleep(0.005)
+    await asyncio.wait_for(all_started.wait(), 5)
     assert metric("controller_runtime_active_workers", ctrl.name) == 4
     for _ in range(5):  # "a" changes again while it is being reconciled
         informer.emit("MODIFIED", obj("a", generation=2), obj("a"))
-        await asyncio.sleep(0.001)
+    assert len(ctrl.queue) == 0, "a key being processed is not queued again until done"
+    release.set()
     await rec.wait_calls(5)
-    await asyncio.sleep(0.05)
+    await ctrl.stop(grace_period=5)  # drains: nothing else may run "a"
     assert overlaps == []
     assert peak == 4
     assert [r.name for r in rec.calls].count("a") == 2, "merged re-adds: exactly one more run"
@@ -396,3 +403,131 @@ async def test_a_backlog_of_cache_only_reconciles_does_not_hold_the_event_loop(
     finally:
         tick_task.cancel()
     assert ticks_seen[-1] > 10, "other tasks must run between reconciles"
+
+
+async def test_a_cancelled_error_from_the_reconciler_is_an_error_and_the_worker_survives(
+    make: Callable[..., Controller],
+) -> None:
+    """With one worker, a CancelledError escaping a reconcile used to end the controller for good."""
+
+    async def cancelled_once(req: Request, call: int) -> Result:
+        if call == 1:
+            raise asyncio.CancelledError()  # e.g. awaiting a task that someone else cancelled
+        return Result()
+
+    rec = Recorder(cancelled_once)
+    informer = FakeInformer()
+    ctrl = make(rec, max_concurrent_reconciles=1).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await rec.wait_calls(2)  # retried with backoff by the same, still living, worker
+    informer.emit("ADDED", obj("b"))
+    await rec.wait_until(lambda: Request("ns", "b") in rec.calls)
+    assert metric("controller_runtime_reconcile_errors_total", ctrl.name) == 1
+    assert metric("controller_runtime_reconcile_total", ctrl.name, result="error") == 1
+    assert all(not worker.done() for worker in ctrl._workers)  # noqa: SLF001
+
+
+async def test_stop_still_cancels_a_worker_stuck_in_a_reconcile(make: Callable[..., Controller]) -> None:
+    entered = asyncio.Event()
+
+    async def forever(req: Request, call: int) -> Result:
+        entered.set()
+        await asyncio.Event().wait()
+        return Result()
+
+    rec = Recorder(forever)
+    informer = FakeInformer()
+    ctrl = make(rec).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await entered.wait()
+    await ctrl.stop(grace_period=0)
+    assert all(worker.done() for worker in ctrl._workers) or ctrl._workers == []  # noqa: SLF001
+    assert metric("controller_runtime_reconcile_errors_total", ctrl.name) == 0
+
+
+async def test_abort_shuts_the_queue_and_cancels_running_reconciles_at_once(
+    make: Callable[..., Controller],
+) -> None:
+    entered = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def long(req: Request, call: int) -> Result:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return Result()
+
+    rec = Recorder(long)
+    informer = FakeInformer()
+    ctrl = make(rec, max_concurrent_reconciles=2).for_(informer)
+    await ctrl.start()
+    informer.emit("ADDED", obj("a"))
+    await entered.wait()
+    ctrl.abort()  # synchronous: nothing else runs in between
+    assert ctrl.queue.shutting_down
+    informer.emit("ADDED", obj("b"))
+    assert len(ctrl.queue) == 0, "a stopped controller takes no new keys"
+    await asyncio.wait_for(cancelled.wait(), 5)
+    assert rec.calls == [Request("ns", "a")]
+
+
+class ListingInformer(FakeInformer):
+    def __init__(self, objects: list[Obj]) -> None:
+        super().__init__()
+        self.objects = objects
+
+    def list(self) -> list[Obj]:
+        return self.objects
+
+
+class SteppedSleep:
+    """An injected sleep: records each requested delay and returns when the test says so."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+        self._wake: asyncio.Queue[None] = asyncio.Queue()
+        self.waiting = asyncio.Event()
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        self.waiting.set()
+        await self._wake.get()
+        self.waiting.clear()
+
+    async def fire(self) -> None:
+        await asyncio.wait_for(self.waiting.wait(), 5)
+        self._wake.put_nowait(None)
+
+
+async def test_sync_period_re_enqueues_every_cached_primary_past_its_predicates(
+    make: Callable[..., Controller],
+) -> None:
+    sleep = SteppedSleep()
+    rng = random.Random(7)
+    primaries = ListingInformer([obj("a"), obj("b", namespace="other")])
+    children = ListingInformer([obj("child")])
+    rec = Recorder()
+    ctrl = make(rec, sync_period=36_000.0, sleep=sleep, rng=rng)
+    ctrl.for_(primaries, predicates.generation_changed).watches(children, lambda o: [])
+    await ctrl.start()
+    await sleep.fire()  # the first period ends
+    await rec.wait_calls(2)
+    assert sorted(rec.calls, key=str) == [Request("ns", "a"), Request("other", "b")]
+    await sleep.fire()
+    await rec.wait_calls(4)
+    expected = random.Random(7)
+    assert sleep.delays[:2] == [36_000.0 * (0.9 + 0.2 * expected.random()) for _ in range(2)]
+    assert all(32_400.0 <= d < 39_600.0 for d in sleep.delays), "jittered within [0.9, 1.1) of the period"
+
+
+async def test_no_sync_period_means_no_resync(make: Callable[..., Controller]) -> None:
+    sleep = SteppedSleep()
+    ctrl = make(Recorder(), sleep=sleep).for_(ListingInformer([obj("a")]))
+    await ctrl.start()
+    await asyncio.sleep(0)
+    assert sleep.delays == []

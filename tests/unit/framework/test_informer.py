@@ -12,9 +12,10 @@ import pytest
 from kubernetes_asyncio.client import Configuration
 from prometheus_client import REGISTRY
 
-from ome.framework import resources
+from ome.framework import handlers, resources
 from ome.framework.client import META_ACCEPT, Client
-from ome.framework.informer import Informer
+from ome.framework.informer import DeletedFinalStateUnknown, Informer
+from ome.framework.reconcile import Request
 from ome.framework.reflector import Backoff, ReflectorSettings
 from ome.framework.resources import Resource
 from ome.framework.transport import ClientSettings
@@ -217,6 +218,43 @@ async def test_relist_tombstones_reach_handlers_with_the_last_known_object(
     await until(lambda: len(deleted) == 1)
     assert deleted[0]["metadata"]["labels"] == {"app": "x"}
     assert informer.store.get("default/a") is None
+    assert isinstance(deleted[0], DeletedFinalStateUnknown) and deleted[0].key == "default/a"
+
+
+async def test_owners_of_children_deleted_during_a_relist_are_enqueued(
+    fake: FakeApiServer, client: Client, running: Any
+) -> None:
+    fake.reject_watch_list = True
+    child = cm("child")
+    child["metadata"]["ownerReferences"] = [
+        {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "name": "llm", "uid": "u1", "controller": True}
+    ]
+    fake.add(CM, child)
+    fake.add(CM, cm("watch-deleted", app="y"))
+    informer = Informer(client, CM, settings=FAST)
+    seen: list[tuple[str, Obj]] = []
+    informer.add_handler(lambda t, obj, old: seen.append((t, obj)) if t == "DELETED" else None)
+    queued: list[Request] = []
+
+    class Queue:
+        def add(self, item: Request) -> None:
+            queued.append(item)
+
+    owner_handler = handlers.enqueue_for_owner("ome.io", "InferenceService")
+    informer.add_handler(lambda t, obj, old: owner_handler(t, obj, old, Queue()) if t == "DELETED" else None)
+    running(informer)
+    await informer.wait_for_sync(2)
+    await until(lambda: fake.open_watches == 1)
+    fake.remove(CM, "default/watch-deleted")  # seen by the watch: the final state is known
+    await until(lambda: len(seen) == 1)
+    fake.watch_hang = True
+    fake.expire_watches()
+    fake.watch_hang = False
+    fake.remove(CM, "default/child")  # missed while the watch was down: only the relist notices
+    await until(lambda: len(seen) == 2)
+    assert not isinstance(seen[0][1], DeletedFinalStateUnknown)
+    assert isinstance(seen[1][1], DeletedFinalStateUnknown)
+    assert queued == [Request("default", "llm")]
 
 
 async def test_bookmarks_advance_the_resource_version(

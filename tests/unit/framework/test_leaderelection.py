@@ -284,6 +284,21 @@ async def test_stalled_loop_steps_down_on_wake_up_without_a_request(env: Env) ->
     assert api.calls == []
 
 
+async def test_holds_lease_turns_false_the_moment_the_renew_deadline_passes(env: Env) -> None:
+    """What fences leader writes: judged on each call, before the renew loop wakes from a pause."""
+    _, clock, candidate = env
+    a = candidate("a")
+    await settle()
+    assert a.elector.holds_lease()
+    clock.step(9.9)
+    assert a.elector.holds_lease()
+    clock.step(0.2)  # no await in between: the renew loop has not run
+    assert not a.elector.holds_lease()
+    assert a.elector.is_leader, "the loop itself has not noticed yet"
+    await settle()
+    assert not a.elector.is_leader and a.stopped_at is not None
+
+
 async def test_release_on_cancel_hands_the_lease_over(env: Env) -> None:
     api, clock, candidate = env
     a = candidate("a", release_on_cancel=True)

@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 from cryptography import x509
+from prometheus_client import REGISTRY
 
 from ome.framework import admission, certs
 from ome.framework.webhook_server import WebhookServer
@@ -119,7 +120,25 @@ async def test_handler_exception_denies_without_traceback(server: WebhookServer,
     response = body["response"]
     assert response["allowed"] is False and response["uid"] == "abc-123"
     assert response["status"]["code"] == 500
-    assert response["status"]["message"] == "admission webhook failed: RuntimeError: boom"
+    assert response["status"]["message"] == "internal error in the admission webhook; see the ome-manager log"
+    assert "boom" not in str(body)
+
+
+def requests_counted(path: str, code: str) -> float:
+    return REGISTRY.get_sample_value(
+        "controller_runtime_webhook_requests_total", {"webhook": path, "code": code}
+    ) or 0.0
+
+
+async def test_requests_are_counted_by_code_and_a_crash_as_500(server: WebhookServer, pki: Pki) -> None:
+    before = {key: requests_counted(*key) for key in (("/crash", "500"), ("/allow", "200"), ("/allow", "400"))}
+    await post(server, pki, "/crash", review_request())
+    await post(server, pki, "/allow", review_request())
+    await post(server, pki, "/allow", b"{not json")
+    assert requests_counted("/crash", "500") == before["/crash", "500"] + 1
+    assert requests_counted("/allow", "200") == before["/allow", "200"] + 1
+    assert requests_counted("/allow", "400") == before["/allow", "400"] + 1
+    assert REGISTRY.get_sample_value("controller_runtime_webhook_requests_in_flight", {"webhook": "/allow"}) == 0
 
 
 async def test_handler_timeout_denies(server: WebhookServer, pki: Pki) -> None:

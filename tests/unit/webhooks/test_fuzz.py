@@ -1,7 +1,10 @@
-"""Malformed, mistyped, huge and foreign AdmissionReviews: always a well-formed answer, never a 500.
+"""Malformed, mistyped, huge and foreign AdmissionReviews: each gets the answer its class calls for.
 
-The handlers are fuzzed directly (fast, thousands of cases), and a sample goes through the real TLS
-WebhookServer to check the HTTP layer keeps the promise too.
+The class of a body is decided here, independently of the code under test (`expected`): a review the
+webhook cannot read must be denied 400 BadRequest with a reason; a review it can read gets the rule's
+verdict (allowed, or 403 with the rule's message); nothing ever gets a 500 (that is a crashed rule) or
+a traceback. The handlers are fuzzed directly (fast, thousands of cases), and a sample goes through the
+real TLS WebhookServer to check the HTTP layer keeps the promise too.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ KINDS = [
     None,
 ]
 
+# What a decoded request can hold: orjson turns integers beyond 64 bits into floats.
 json_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20)
+    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(allow_nan=False), st.text(max_size=20)
 )
 json_value = st.recursive(
     json_leaf,
@@ -95,26 +99,65 @@ requests = st.fixed_dictionaries(
 reviews = st.one_of(json_value, st.fixed_dictionaries({"request": st.one_of(requests, json_value)}))
 
 
-def assert_well_formed(answer: Any) -> None:
+OPERATIONS = {"CREATE", "UPDATE", "DELETE", "CONNECT"}
+KIND_OF_PATH = {path: next(k for k in KINDS if isinstance(k, str) and path.endswith("-" + k.lower()))
+                for path in HANDLERS}  # fmt: skip
+
+
+def expected(path: str, body: Any) -> str:
+    """"malformed", "pass" (DELETE or CONNECT: nothing to check) or "judged", from the admission contract."""
+    request = body.get("request") if isinstance(body, dict) else None
+    if not isinstance(request, dict):
+        return "malformed"
+    kind = request.get("kind")
+    if not isinstance(kind, dict) or kind.get("kind") != KIND_OF_PATH[path]:
+        return "malformed"
+    operation = request.get("operation")
+    if not isinstance(operation, str) or operation not in OPERATIONS:
+        return "malformed"
+    objects = {name: request.get(name) for name in ("object", "oldObject")}
+    for value in objects.values():
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            return "malformed"
+        if any(value.get(key) is not None and not isinstance(value[key], dict) for key in ("metadata", "spec")):
+            return "malformed"
+    if objects["object"] is None and (operation != "DELETE" or objects["oldObject"] is None):
+        return "malformed"
+    if operation == "UPDATE" and objects["oldObject"] is None:
+        return "malformed"
+    return "pass" if operation in ("DELETE", "CONNECT") else "judged"
+
+
+def assert_answer(path: str, body: Any, answer: Any) -> None:
     assert answer["apiVersion"] == "admission.k8s.io/v1" and answer["kind"] == "AdmissionReview"
     response = answer["response"]
     assert isinstance(response["allowed"], bool) and isinstance(response["uid"], str)
-    if not response["allowed"]:
-        assert response["status"]["code"] in (400, 403, 503)
-        assert isinstance(response["status"]["message"], str) and response["status"]["message"]
-        assert "Traceback" not in response["status"]["message"]
     orjson.dumps(answer)  # serialisable as it stands
+    status = response.get("status") or {}
+    message = status.get("message", "")
+    assert "Traceback" not in message and "internal error" not in message
+    outcome = expected(path, body)
+    if outcome == "malformed":
+        assert response["allowed"] is False
+        assert status["code"] == 400 and status["reason"] == "BadRequest" and message
+    elif outcome == "pass":
+        assert response == {"uid": response["uid"], "allowed": True}
+    elif not response["allowed"]:  # judged: the rule's own denial
+        assert status["code"] == 403 and status["reason"] == "Forbidden" and message
+        assert response["uid"] == "u"
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(path=st.sampled_from(sorted(HANDLERS)), body=reviews)
-def test_every_handler_answers_any_review(path: str, body: Any) -> None:
-    assert_well_formed(asyncio.run(HANDLERS[path](body)))
+def test_every_handler_answers_any_review_as_its_class_requires(path: str, body: Any) -> None:
+    assert_answer(path, body, asyncio.run(HANDLERS[path](body)))
 
 
 @settings(max_examples=200, deadline=None)
 @given(spec=specs, kind=st.sampled_from(KINDS[:5]))
-def test_well_typed_review_with_random_spec(spec: Any, kind: str) -> None:
+def test_a_decoded_review_with_any_spec_gets_the_rules_verdict(spec: Any, kind: str) -> None:
     obj = {"metadata": {"name": "x", "namespace": "demo"}, "spec": spec}
     body = {
         "request": {
@@ -126,8 +169,22 @@ def test_well_typed_review_with_random_spec(spec: Any, kind: str) -> None:
             "userInfo": {"username": "alice"},
         }
     }
-    for handler in HANDLERS.values():
-        assert_well_formed(asyncio.run(handler(body)))
+    for path, handler in HANDLERS.items():
+        assert_answer(path, body, asyncio.run(handler(body)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(mode=st.one_of(json_value.filter(lambda v: v is not None), st.text(max_size=12)))
+def test_an_unsupported_deployment_mode_gets_the_documented_message(mode: Any) -> None:
+    if mode in ("OMENative", "RawDeployment"):
+        return
+    obj = {"metadata": {"name": "x", "namespace": "demo"}, "spec": {"deploymentMode": mode}}
+    body = {"request": {"uid": "u", "kind": {"kind": "InferenceService"}, "operation": "CREATE", "object": obj}}
+    answer = asyncio.run(HANDLERS["/validate-ome-io-v1beta1-inferenceservice"](body))["response"]
+    assert answer["allowed"] is False and answer["status"]["code"] == 403
+    assert answer["status"]["message"] == (
+        f"spec.deploymentMode {mode!r} is not supported: use OMENative or RawDeployment"
+    )
 
 
 def test_huge_object_is_answered() -> None:
@@ -139,8 +196,9 @@ def test_huge_object_is_answered() -> None:
     body = {
         "request": {"uid": "u", "kind": {"kind": "InferenceService"}, "operation": "CREATE", "object": obj}
     }
-    answer = asyncio.run(HANDLERS["/validate-ome-io-v1beta1-inferenceservice"](body))
-    assert_well_formed(answer)
+    path = "/validate-ome-io-v1beta1-inferenceservice"
+    answer = asyncio.run(HANDLERS[path](body))
+    assert_answer(path, body, answer)
     assert len(answer["response"]["status"]["message"]) <= 16384
 
 
@@ -168,7 +226,7 @@ async def server(tmp_path: Path) -> Any:
         await srv.stop()
 
 
-async def test_server_never_answers_500(server: Any) -> None:
+async def test_server_answers_each_review_as_its_class_requires(server: Any) -> None:
     srv, context = server
     bodies: list[Any] = [
         {
@@ -213,5 +271,5 @@ async def test_server_never_answers_500(server: Any) -> None:
                 ) as resp:
                     assert resp.status == 200
                     answer = orjson.loads(await resp.read())
-                    assert_well_formed(answer)
+                    assert_answer(path, body, answer)
                     assert answer["response"]["uid"] == body["request"]["uid"]
