@@ -43,6 +43,11 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("apps", "controllerrevisions"): WRITE,
     ("autoscaling", "horizontalpodautoscalers"): WRITE,
     ("policy", "poddisruptionbudgets"): WRITE,
+    ("apps", "deployments/scale"): ("get", "update", "patch"),  # class None holds the count
+    # KEDA's and AutoscalerPolicy's informers exist only when served/enabled at start.
+    ("keda.sh", "scaledobjects"): READ + WRITE,
+    ("ome.io", "autoscalerpolicies"): READ,
+    ("ome.io", "autoscalerpolicies/status"): ("get", "update", "patch"),
     ("apiextensions.k8s.io", "customresourcedefinitions"): ("get",),  # is a CRD served?
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): WRITE,
     ("scheduling.x-k8s.io", "podgroups"): WRITE,
@@ -55,6 +60,10 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("ome.io", "inferencereplicas/finalizers"): ("update",),  # blockOwnerDeletion on children
     # The PodMonitor informer exists only when its CRD is served, so the inspection cannot see it.
     ("monitoring.coreos.com", "podmonitors"): READ + WRITE,
+    # Gateway API routes and the backend policy kinds: their informers exist only when served at start.
+    ("gateway.networking.k8s.io", "httproutes"): READ + WRITE,
+    ("gateway.envoyproxy.io", "backendtrafficpolicies"): READ + WRITE,
+    ("networking.istio.io", "destinationrules"): READ + WRITE,
     ("ome.io", "basemodels"): ("update", "patch"),
     ("ome.io", "basemodels/status"): ("get", "update", "patch"),
     ("ome.io", "basemodels/finalizers"): ("update",),

@@ -11,6 +11,8 @@ from ome.config import inferenceservice_config as isvc_config
 from ome.config.config_source import ConfigSource
 from ome.config.durations import parse_duration
 from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig, UpdateRetry
+from ome.controllers.autoscaler import controller as autoscaler
+from ome.controllers.autoscaler.reconciler import Features as AutoscalerFeatures
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferenceservice import controller as inferenceservice
 from ome.framework import resources
@@ -41,6 +43,8 @@ class Settings:
         self.config = config
         self.lws_served = lws_served
         self.config_namespace = config_namespace
+        # KEDA's CRDs and the AutoscalerPolicy feature, looked for once at startup (load_settings).
+        self.autoscaler = AutoscalerFeatures(keda_served=False, policy_enabled=False)
         # Like controller-runtime's scheme registration: a PodMonitor CRD installed later needs a restart.
         self.pod_monitor_served = pod_monitor_served
 
@@ -68,7 +72,13 @@ async def load_settings(client: Client, namespace: str) -> Settings:
     pod_monitors = await client.is_served(POD_MONITORS)
     log.info("configuration loaded", namespace=namespace, default_mode=config.deploy.default_deployment_mode,
              leaderworkerset_served=lws, podmonitor_served=pod_monitors)
-    return Settings(config, lws_served=lws, config_namespace=namespace, pod_monitor_served=pod_monitors)
+    settings = Settings(config, lws_served=lws, config_namespace=namespace, pod_monitor_served=pod_monitors)
+    settings.autoscaler = await autoscaler.detect(client, config)
+    if not settings.autoscaler.keda_served:
+        log.info("won't watch keda.sh/v1alpha1/ScaledObject resources: the CRD is not served")
+    log.info("autoscaling", keda_served=settings.autoscaler.keda_served,
+             autoscaler_policy_enabled=settings.autoscaler.policy_enabled)
+    return settings
 
 
 def add_controllers(manager: Manager, settings: Settings) -> None:
@@ -83,6 +93,9 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
     replica = dataclasses.replace(settings.replica_settings(),
                                   max_concurrent_reconciles=settings.inferencereplica_workers)
     inferencereplica.add_to_manager(manager, replica)
+    autoscaler.add_to_manager(manager, settings.config, features=settings.autoscaler,
+                              config_namespace=settings.config_namespace, config_source=source,
+                              max_concurrent_reconciles=settings.inferenceservice_workers)
     from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
 
     nodeagent.add_to_manager(manager, config_namespace=settings.config_namespace)

@@ -78,9 +78,39 @@ class UpdateStrategyDefaults(_Section):
         return found
 
 
+CHART_MAX_REPLICAS: Final = {"engine": 3, "decoder": 3, "router": 2}
+
+
 class ReplicasDefaults(_Section):
-    default_min_replicas: int | None = Field(default=None, alias="defaultMinReplicas", gt=0)
-    default_max_replicas: dict[str, int] = Field(default_factory=dict, alias="defaultMaxReplicas")
+    """deploy.replicas: the bounds a component gets when neither the InferenceService nor its runtime sets
+    them. Without the `replicas` object the chart's values apply; with it, exactly what it lists (a key left
+    out or `null` means no default)."""
+
+    default_min_replicas: int | None = Field(default=None, alias="defaultMinReplicas")
+    default_max_replicas: dict[str, int | None] = Field(default_factory=dict, alias="defaultMaxReplicas")
+
+    @field_validator("default_min_replicas")
+    @classmethod
+    def _positive_min(cls, value: int | None) -> int | None:
+        if value is not None and value <= 0:
+            raise ValueError(f"invalid deploy config, replicas.defaultMinReplicas must be > 0, got {value}")
+        return value
+
+    @field_validator("default_max_replicas")
+    @classmethod
+    def _positive_max(cls, value: dict[str, int | None]) -> dict[str, int | None]:
+        for key, number in value.items():
+            if number is not None and number <= 0:
+                raise ValueError(
+                    f"invalid deploy config, replicas.defaultMaxReplicas.{key} must be > 0, got {number}"
+                )
+        return value
+
+    def max_for(self, component: str) -> int | None:
+        return self.default_max_replicas.get(component)
+
+
+CHART_REPLICAS: Final = ReplicasDefaults(defaultMinReplicas=1, defaultMaxReplicas=dict(CHART_MAX_REPLICAS))
 
 
 class DeployConfig(_Section):
@@ -90,7 +120,8 @@ class DeployConfig(_Section):
     )
     """Filled on every component pod spec that neither the InferenceService nor the runtime sets."""
     min_ready_seconds: int | None = Field(default=None, alias="minReadySeconds", ge=0)
-    replicas: ReplicasDefaults | None = None
+    replicas: ReplicasDefaults | None = CHART_REPLICAS
+    """`null` removes every default; absent keeps the chart's."""
     update_strategy: UpdateStrategyDefaults = Field(
         default_factory=UpdateStrategyDefaults, alias="updateStrategy"
     )
@@ -171,7 +202,6 @@ class IngressConfig(_Section):
                 raise ValueError(f"{where} \"{value}\" is not a lowercase RFC 1123 label")
         return self
 
-
     @field_validator("domain_template", "ingress_domain", "url_scheme")
     @classmethod
     def _empty_means_default(cls, value: str, info: Any) -> str:
@@ -215,7 +245,24 @@ class OMENativeStatusConfig(_Section):
     status_encoding: Literal["DenseV1", "ColumnarV2"] = Field(default="ColumnarV2", alias="statusEncoding")
 
 
+PDB_CONFIG_ERROR: Final = "fails to create InferenceServicesConfig"
+_BUDGET = re.compile(r"^(\d+)%$")
+
+
+def budget_problem(value: object) -> str | None:
+    """Why `value` is not a budget (a non-negative integer or a percentage from 0% to 100%), or None."""
+    if isinstance(value, bool):
+        return "must be a non-negative integer or a percentage from 0% to 100%"
+    if isinstance(value, int):
+        return None if value >= 0 else "must be a non-negative integer or a percentage from 0% to 100%"
+    if isinstance(value, str) and (found := _BUDGET.match(value)) and int(found.group(1)) <= 100:
+        return None
+    return "must be a non-negative integer or a percentage from 0% to 100%"
+
+
 class PDBPolicy(_Section):
+    """One mode's default budget: exactly one of the two fields."""
+
     min_available: int | str | None = Field(default=None, alias="minAvailable")
     max_unavailable: int | str | None = Field(default=None, alias="maxUnavailable")
 
@@ -226,8 +273,55 @@ class PDBPolicy(_Section):
 
 
 class PDBConfig(_Section):
-    raw_deployment: PDBPolicy = Field(default=PDBPolicy(maxUnavailable=1), alias="rawDeployment")
-    ome_native: PDBPolicy = Field(default=PDBPolicy(maxUnavailable=1), alias="omeNative")
+    """podDisruptionBudget: per-mode defaults. Without the key, the chart's `maxUnavailable: 1` for both
+    modes; with it, a mode left out or `null` has no default."""
+
+    raw_deployment: PDBPolicy | None = Field(default=None, alias="rawDeployment")
+    ome_native: PDBPolicy | None = Field(default=None, alias="omeNative")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _exactly_one(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for mode in ("rawDeployment", "omeNative"):
+            policy = data.get(mode)
+            if policy is None or isinstance(policy, PDBPolicy):
+                continue
+            if not isinstance(policy, dict):
+                raise ValueError(f"podDisruptionBudget.{mode} must be an object")
+            unknown = sorted(set(policy) - {"minAvailable", "maxUnavailable"})
+            if unknown:
+                raise ValueError(f"unknown field podDisruptionBudget.{mode}.{unknown[0]}")
+            present = [k for k in ("minAvailable", "maxUnavailable") if policy.get(k) is not None]
+            if len(present) != 1:
+                raise ValueError(
+                    f"exactly one of podDisruptionBudget.{mode}.minAvailable or "
+                    f"podDisruptionBudget.{mode}.maxUnavailable must be set"
+                )
+            if (problem := budget_problem(policy[present[0]])) is not None:
+                raise ValueError(f"podDisruptionBudget.{mode}.{present[0]} {problem}")
+        return data
+
+    def for_mode(self, mode: str) -> PDBPolicy | None:
+        """The default of a deployment mode (MultiNode has none)."""
+        return {"RawDeployment": self.raw_deployment, "OMENative": self.ome_native}.get(mode)
+
+
+CHART_PDB: Final = PDBConfig(rawDeployment=PDBPolicy(maxUnavailable=1), omeNative=PDBPolicy(maxUnavailable=1))
+
+
+class MetricProvider(_Section):
+    server_address: str = Field(alias="serverAddress")
+    auth_modes: str | None = Field(default=None, alias="authModes")
+
+
+class AutoscalerPolicyConfig(_Section):
+    """autoscalerPolicy: present (the chart writes it when `ome.autoscalerPolicy.enabled`) turns the alpha
+    AutoscalerPolicy feature on, unless it says `"enabled": false`."""
+
+    enabled: bool = True
+    metric_providers: dict[str, MetricProvider] = Field(default_factory=dict, alias="metricProviders")
 
 
 class AgentImageConfig(_Section):
@@ -258,7 +352,10 @@ class InferenceServiceConfig(_Section):
     omenative_status: OMENativeStatusConfig = Field(
         default_factory=OMENativeStatusConfig, alias="omenativeStatus"
     )
-    pod_disruption_budget: PDBConfig = Field(default_factory=PDBConfig, alias="podDisruptionBudget")
+    pod_disruption_budget: PDBConfig = Field(default=CHART_PDB, alias="podDisruptionBudget")
+    autoscaler_policy: AutoscalerPolicyConfig | None = Field(default=None, alias="autoscalerPolicy")
+    metric_providers: dict[str, MetricProvider] | None = Field(default=None, alias="metricProviders")
+    """Top-level bindings; when present they win over autoscalerPolicy.metricProviders."""
     model_init: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="modelInit")
     fine_tuned_adapter: FineTunedAdapterConfig | None = Field(default=None, alias="fineTunedAdapter")
     cluster_domain: str = Field(default="cluster.local", alias="clusterDomain")
@@ -271,6 +368,8 @@ _JSON_KEYS: Final = (
     "lifecycle",
     "omenativeStatus",
     "podDisruptionBudget",
+    "autoscalerPolicy",
+    "metricProviders",
     "modelInit",
     "fineTunedAdapter",
 )
@@ -317,11 +416,16 @@ def _describe(key: str, exc: ValidationError) -> str:
     for item in exc.errors():
         where = ".".join(str(part) for part in item["loc"])
         message = str(item["msg"]).removeprefix("Value error, ")
+        documented = ("invalid deploy config", "exactly one of", "podDisruptionBudget.", "unknown field")
+        if message.startswith(documented):
+            return message  # already the documented sentence, naming the key
         problems.append(f"{where}: {message}")
     return f"invalid {key} config: " + "; ".join(problems)
 
 
 def _error(key: str, message: str) -> ConfigError:
+    if key == "podDisruptionBudget":
+        return ConfigError(f"{PDB_CONFIG_ERROR}: {message}")
     if key == "deploy":
         return ConfigError(f"{DEPLOY_INIT_ERROR}: {message}")
     return ConfigError(message)

@@ -1,11 +1,10 @@
-"""Pieces every rendered object shares: owner references, metadata, Services and PDBs (pure)."""
+"""Pieces every rendered object shares: owner references, metadata, Services (pure)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ome.config.inferenceservice_config import PDBPolicy
 from ome.resolution import naming, workload_metadata
 from ome.resolution.components import ComponentPlan, main_container
 
@@ -90,23 +89,6 @@ def component_service(isvc: Mapping[str, Any], plan: ComponentPlan, selector: Ma
         "kind": "Service",
         "metadata": metadata(isvc, naming.service_name(plan.isvc, plan.component), plan.labels, annotations),
         "spec": spec,
-    }
-
-
-def pdb(isvc: Mapping[str, Any], plan: ComponentPlan, selector: Mapping[str, str], default: PDBPolicy) -> Obj:
-    """The PodDisruptionBudget `{isvc}-{component}`: the component's budget, else the chart's default."""
-    merged = plan.merged
-    if merged.get("minAvailable") is not None:
-        budget: Obj = {"minAvailable": merged["minAvailable"]}
-    elif merged.get("maxUnavailable") is not None:
-        budget = {"maxUnavailable": merged["maxUnavailable"]}
-    else:
-        budget = dict(default.as_spec())
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": metadata(isvc, plan.name, plan.labels, plan.annotations),
-        "spec": {**budget, "selector": {"matchLabels": dict(selector)}},
     }
 
 

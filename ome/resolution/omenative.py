@@ -1,12 +1,12 @@
-"""Render an OMENative component: the InferenceReplica `{isvc}-{component}`, its Service, PDB and HPA.
+"""Render an OMENative component: the InferenceReplica `{isvc}-{component}` and its Service.
 
 This controller writes only the InferenceReplica's spec; the InferenceReplica controller creates the
 pods, headless and revision Services, ControllerRevisions and PodGroups, and reports status back.
 
-The Service and PDB select the component's OMENative pods (`ome.io/managed-by=OMENative`), so a
-component moved to OMENative switches its Service to the new pods at once. `spec.replicas` is left to
-the HPA (which scales the InferenceReplica through its scale subresource), as for a Deployment, unless the
-autoscaler is turned off, where `minReplicas` is pinned.
+The Service (and the PodDisruptionBudget) select the component's OMENative pods
+(`ome.io/managed-by=OMENative`), so a component moved to OMENative switches its Service to the new pods at
+once. `spec.replicas` is never set here: the autoscaler reconciler (ome/controllers/autoscaler) owns the
+count through the InferenceReplica's scale subresource, with the HPA or ScaledObject and the budget.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.resolution import naming, objects, rawdeployment
+from ome.resolution import naming, objects
 from ome.resolution.components import ComponentPlan
 
 Obj = dict[str, Any]
@@ -41,13 +41,8 @@ def service_selector(isvc: Mapping[str, Any], plan: ComponentPlan) -> dict[str, 
 
 
 def render(isvc: Mapping[str, Any], plan: ComponentPlan, config: InferenceServiceConfig) -> list[Obj]:
-    selector = pod_selector(plan)
-    rendered = [inference_replica(isvc, plan, config),
-                objects.component_service(isvc, plan, service_selector(isvc, plan))]
-    if rawdeployment.uses_hpa(plan.merged):
-        rendered.append(hpa(isvc, plan))
-    rendered.append(objects.pdb(isvc, plan, selector, config.pod_disruption_budget.ome_native))
-    return rendered
+    return [inference_replica(isvc, plan, config),
+            objects.component_service(isvc, plan, service_selector(isvc, plan))]
 
 
 def inference_replica(isvc: Mapping[str, Any], plan: ComponentPlan, config: InferenceServiceConfig) -> Obj:
@@ -61,8 +56,6 @@ def inference_replica(isvc: Mapping[str, Any], plan: ComponentPlan, config: Infe
     for key in _PASSED_THROUGH:
         if plan.merged.get(key) is not None:
             spec[key] = plan.merged[key]
-    if not rawdeployment.uses_hpa(plan.merged):
-        spec["replicas"] = rawdeployment.replica_bounds(plan)[0]
     annotations = {**plan.annotations, **controller_marks(isvc)}
     return {
         "apiVersion": "ome.io/v1beta1",
@@ -115,13 +108,3 @@ def project_lifecycle(plan: ComponentPlan, config: InferenceServiceConfig) -> Ob
     if "minReadySeconds" not in lifecycle and config.deploy.min_ready_seconds is not None:
         lifecycle["minReadySeconds"] = config.deploy.min_ready_seconds
     return lifecycle
-
-
-def hpa(isvc: Mapping[str, Any], plan: ComponentPlan) -> Obj:
-    rendered = rawdeployment.hpa(isvc, plan)
-    rendered["spec"]["scaleTargetRef"] = {
-        "apiVersion": "ome.io/v1beta1",
-        "kind": "InferenceReplica",
-        "name": plan.name,
-    }
-    return rendered

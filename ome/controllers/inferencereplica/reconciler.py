@@ -450,9 +450,7 @@ def desired_replicas(replica: Mapping[str, Any]) -> int:
     value = spec.get("replicas")
     if value is None:
         return 1
-    if not spec.get("parentRef") and int(value) == 0:
-        return 1
-    return int(value)
+    return max(int(value), 1)
 
 
 def min_ready_seconds(replica: Mapping[str, Any]) -> int:

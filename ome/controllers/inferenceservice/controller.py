@@ -7,7 +7,8 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
   the InferenceServices that use them (runtime changes roll out; a deleted runtime flips RuntimeReady);
 - AcceleratorClasses: a spec change, a new or a deleted class re-reconciles the InferenceServices that
   name it, or that pick by policy with a runtime listing it (a runtime revision holds no class);
-- owned Deployments, Services, HPAs and PDBs (and LeaderWorkerSets when served);
+- owned Deployments and Services (and LeaderWorkerSets when served); HPAs and PDBs are the autoscaler
+  controller's;
 - all InferenceReplicas: an owned one re-reconciles its InferenceService, and a standalone one named in
   spec.replicaRefs re-reconciles the services that reference it (so a deleted replica flips the role to
   ReplicaRefMissing, and a returning one brings it back);

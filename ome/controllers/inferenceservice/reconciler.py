@@ -79,8 +79,7 @@ CHILD_RESOURCES: Final = (
     resources.DEPLOYMENTS,
     resources.INGRESSES,
     resources.SERVICES,
-    resources.HPAS,
-    resources.PDBS,
+    # HPAs, ScaledObjects and PDBs belong to the autoscaler controller (ome/controllers/autoscaler).
     resources.INFERENCE_REPLICAS,
     # The router's own identity (resolution/router_rbac.py).
     resources.SERVICE_ACCOUNTS,

@@ -5,7 +5,8 @@ FineTunedWeights in the cluster, the inferenceservice-config data) and the field
 the rendered objects, written from the Go test's facts. Where v1.3 deliberately differs from v0.1.5, the
 case states the v1.3 value and names the doc page in `v13_differences`.
 
-The pipeline mirrors InferenceServiceReconciler._reconcile_service without I/O: model and runtime
+The pipeline mirrors InferenceServiceReconciler._reconcile_service (and the autoscaler controller's
+decision for each component's HPA and PDB) without I/O: model and runtime
 resolution against a dict-backed reader, fine-tuned weights, accelerator classes, component plans, each
 component's objects, then the external Service (unless cluster-local or ingress creation is on).
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
+from ome.controllers.autoscaler import decide as autoscaler_decide
 from ome.framework import resources
 from ome.resolution import (
     accelerators,
@@ -94,6 +96,9 @@ def render(case: Mapping[str, Any]) -> Rendered:
     rendered: list[Obj] = []
     for plan in plans:
         rendered += workloads.render_component(isvc, plan, config, lws_served=bool(inputs.get("lws_served")))
+        # The HPA (or ScaledObject) and PDB come from the autoscaler controller's pure decision.
+        runtime_component = runtime_spec.get(components.RUNTIME_CONFIG_KEYS[plan.component]) or {}
+        rendered += autoscaler_decide.desired_objects(isvc, plan, runtime_component, config)
     rendered += _external(isvc, plans, config)
     return Rendered(runtime.name, rendered)
 

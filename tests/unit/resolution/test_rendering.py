@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.autoscaler import decide as autoscaler_decide
 from ome.resolution import modes, naming, objects, workloads
-from ome.resolution.components import ComponentPlan, ModelSource, build_plans
+from ome.resolution.components import RUNTIME_CONFIG_KEYS, ComponentPlan, ModelSource, build_plans
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -21,9 +22,14 @@ def _plans(isvc: Obj, runtime: Obj | None = None) -> list[ComponentPlan]:
 
 
 def _render(isvc: Obj, *, lws: bool = False) -> dict[tuple[str, str], Obj]:
+    """The workload (InferenceService controller) and the autoscaler and budget (autoscaler controller)."""
     out = {}
+    runtime_spec = builders.runtime()["spec"]
     for plan in _plans(isvc):
-        for obj in workloads.render_component(isvc, plan, CONFIG, lws_served=lws):
+        rendered = workloads.render_component(isvc, plan, CONFIG, lws_served=lws)
+        runtime_component = runtime_spec.get(RUNTIME_CONFIG_KEYS[plan.component]) or {}
+        rendered += autoscaler_decide.desired_objects(isvc, plan, runtime_component, CONFIG)
+        for obj in rendered:
             out[(obj["kind"], obj["metadata"]["name"])] = obj
     return out
 
@@ -92,9 +98,9 @@ def test_deployment_labels_selector_owner_and_replicas_left_to_hpa() -> None:
     assert "replicas" not in dep["spec"]
 
 
-def test_autoscaler_none_pins_min_replicas_and_drops_hpa() -> None:
+def test_autoscaler_none_drops_hpa_and_leaves_the_count_to_the_autoscaler_controller() -> None:
     rendered = _render(builders.isvc(engine={"minReplicas": 2, "autoscaler": {"class": "None"}}))
-    assert rendered[("Deployment", "llama-engine")]["spec"]["replicas"] == 2
+    assert "replicas" not in rendered[("Deployment", "llama-engine")]["spec"]
     assert ("HorizontalPodAutoscaler", "llama-engine") not in rendered
 
 

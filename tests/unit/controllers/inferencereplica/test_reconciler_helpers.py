@@ -16,12 +16,13 @@ def test_instance_ready_timeout_durations(text: str | None, seconds: float | Non
     assert parse_duration(text) == seconds
 
 
-def test_standalone_replica_never_scales_to_zero_but_a_projected_one_can() -> None:
+def test_no_replica_scales_to_zero_standalone_or_projected() -> None:
     standalone = replica("pool", replicas=0)
     del standalone["spec"]["parentRef"]
     assert desired_replicas(standalone) == 1
-    assert desired_replicas(replica(replicas=0)) == 0
+    assert desired_replicas(replica(replicas=0)) == 1
     assert desired_replicas(replica(replicas=None)) == 1
+    assert desired_replicas(replica(replicas=3)) == 3
 
 
 def test_min_ready_seconds_from_spec_then_lifecycle() -> None:

@@ -100,9 +100,10 @@ async def test_minimal_isvc_creates_documented_objects_then_noop_writes_nothing(
     await reconciler.reconcile(REQ)
     assert _names(world, "deployments.apps") == {"llama-engine"}
     assert _names(world, "services") == {"llama-engine", "llama"}
-    assert _names(world, "horizontalpodautoscalers.autoscaling") == {"llama-engine"}
-    assert _names(world, "poddisruptionbudgets.policy") == {"llama-engine"}
-    assert len(world.writes) == 6  # four engine objects, the external Service, status
+    # The HPA and PDB are the autoscaler controller's (tests/unit/autoscaler).
+    assert _names(world, "horizontalpodautoscalers.autoscaling") == set()
+    assert _names(world, "poddisruptionbudgets.policy") == set()
+    assert len(world.writes) == 4  # the Deployment and its Service, the external Service, status
     world.writes.clear()
     await reconciler.reconcile(REQ)
     assert world.writes == []
@@ -290,11 +291,11 @@ async def test_spec_change_rewrites_only_changed_children(world: FakeWorld, reco
     await reconciler.reconcile(REQ)
     changed = copy.deepcopy(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
     assert changed is not None
-    changed["spec"]["engine"] = {"maxReplicas": 5}
+    changed["spec"]["engine"] = {"deploymentStrategy": {"type": "Recreate"}}
     world.put(r.INFERENCE_SERVICES, changed)
     world.writes.clear()
     await reconciler.reconcile(REQ)
-    assert world.writes == [("apply", "HorizontalPodAutoscaler", "llama-engine")]
+    assert world.writes == [("apply", "Deployment", "llama-engine")]
 
 
 async def test_deleted_isvc_is_a_noop(world: FakeWorld, recorder: FakeRecorder) -> None:

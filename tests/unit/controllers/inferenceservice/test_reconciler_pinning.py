@@ -192,15 +192,15 @@ async def test_deleted_runtime_keeps_serving_from_the_revision(
     await reconciler.reconcile(REQ)
     pinned = _status(world)["pinnedRevisionName"]
     del world.objects[("clusterservingruntimes.ome.io", "", RUNTIME)]
-    _isvc(world)["spec"]["engine"] = {"minReplicas": 2}  # not paused: the change rolls out
+    _isvc(world)["spec"]["engine"] = {"deploymentStrategy": {"type": "Recreate"}}  # not paused: it rolls out
     await reconciler.reconcile(REQ)
     drifted = _cond(world, rr.RUNTIME_DRIFTED)
     assert drifted is not None and drifted["reason"] == "SourceRuntimeMissing"
     assert drifted["message"].endswith(f"; serving pinned revision {pinned}")
     runtime_ready = _cond(world, "RuntimeReady")
     assert runtime_ready is not None and runtime_ready["status"] == "False"
-    hpa = world.get_or_none(r.HPAS, "llama-engine", "demo")
-    assert hpa is not None and hpa["spec"]["minReplicas"] == 2
+    deployment = world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo")
+    assert deployment is not None and deployment["spec"]["strategy"] == {"type": "Recreate"}
     assert _args(world) == ["--model", "$(MODEL_PATH)"]
     assert recorder.events == []
     world.put(r.CLUSTER_SERVING_RUNTIMES, builders.runtime(RUNTIME))  # recreated: the condition goes

@@ -1,0 +1,1 @@
+"""The autoscaler controller: HPA/KEDA/External/None per component, PodDisruptionBudgets, AutoscalerPolicy."""

@@ -1,0 +1,307 @@
+"""The autoscaler reconciler: each component's HPA or KEDA ScaledObject, its PodDisruptionBudget, the
+replica counts OME holds, and `status.components.<c>.autoscaler` / `scaleTargetRef`.
+
+It runs next to the InferenceService controller in the same manager, reading the same cache; the
+InferenceService controller renders the workloads and never the autoscalers or budgets. Per component, in
+order (engine, decoder, router), decide.py says what is wanted; this applies it:
+
+- the new scaler is applied before the old one is deleted (a switch of class deletes the scaler OME
+  created before, only when it is ours: owned by this InferenceService);
+- a scaler or budget of ours that a stranger already holds under our name fails the component with
+  `is not controlled by expected owner` (`failed to preflight ... PodDisruptionBudget` for a budget);
+- a component that fails logs `Failed to reconcile component`, skips the components after it and the
+  status write, and the key is retried with backoff;
+- a policy hold records an `AutoscalerPolicyHold` Warning event when it starts.
+
+Writes are server-side applies stamped with a hash (no-op reconciles write nothing), under the field
+manager `ome-autoscaler-controller`, so the status entries it owns sit beside the InferenceService
+controller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final, Protocol
+
+import structlog
+
+from ome.config.config_source import ConfigSource
+from ome.config.inferenceservice_config import InferenceServiceConfig, MetricProvider
+from ome.controllers.autoscaler import components as component_reader
+from ome.controllers.autoscaler import decide as deciding
+from ome.controllers.inferenceservice import converge, runtime_pinning
+from ome.framework import errors, resources
+from ome.framework.events import EventRecorder
+from ome.framework.reconcile import Request, Result, RetryError
+from ome.framework.resources import Resource
+from ome.resolution import autoscaler_objects as scalers
+from ome.resolution import autoscaler_policy, autoscaling, modes, naming
+from ome.resolution.autoscaling import PolicyHold
+
+Obj = dict[str, Any]
+
+FIELD_MANAGER: Final = "ome-autoscaler-controller"
+log = structlog.get_logger("ome.controllers.autoscaler")
+
+_SCALER_RESOURCES: Final = {
+    "HorizontalPodAutoscaler": resources.HPAS,
+    "ScaledObject": scalers.SCALED_OBJECTS,
+}
+_WORKLOADS: Final = {
+    modes.RAW_DEPLOYMENT: resources.DEPLOYMENTS,
+    modes.OMENATIVE: resources.INFERENCE_REPLICAS,
+}
+
+
+class Reader(runtime_pinning.Lister, Protocol):
+    def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> Obj | None: ...
+
+
+class Writer(converge.Writer, Protocol):
+    async def update_scale(self, res: Resource, name: str, namespace: str | None, replicas: int) -> Obj: ...
+
+
+class ComponentFailed(RetryError):
+    """A component's autoscaling could not be reconciled; the later components were skipped."""
+
+
+class Features:
+    """What the controller found when it started: KEDA's CRDs, and whether AutoscalerPolicy is on."""
+
+    def __init__(self, *, keda_served: bool, policy_enabled: bool) -> None:
+        self.keda_served = keda_served
+        self.policy_enabled = policy_enabled
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def providers_of(config: InferenceServiceConfig) -> Mapping[str, MetricProvider]:
+    """Top-level metricProviders win; the nested autoscalerPolicy map is the older spelling."""
+    if config.metric_providers is not None:
+        return config.metric_providers
+    return config.autoscaler_policy.metric_providers if config.autoscaler_policy is not None else {}
+
+
+class AutoscalerReconciler:
+    def __init__(
+        self,
+        *,
+        reader: Reader,
+        writer: Writer,
+        recorder: EventRecorder,
+        config: InferenceServiceConfig,
+        features: Features,
+        config_namespace: str = "ome",
+        config_source: ConfigSource | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._recorder = recorder
+        self._config = config
+        self._features = features
+        self._config_namespace = config_namespace
+        self._config_source = config_source
+        self._clock = clock
+
+    async def reconcile(self, req: Request) -> Result:
+        if self._config_source is not None:
+            self._config = await self._config_source.current()
+        isvc = self._reader.get_or_none(resources.INFERENCE_SERVICES, req.name, req.namespace)
+        if isvc is None or (isvc.get("metadata") or {}).get("deletionTimestamp"):
+            return Result()  # owner references take our objects away with the service
+        found = component_reader.resolve(self._reader, isvc, self._config, self._config_namespace)
+        if found is None:
+            return Result()
+        entries: dict[str, Obj] = {}
+        failure: Exception | None = None
+        for component in found:
+            try:
+                entries[component.plan.component] = await self._component(isvc, component)
+            except ComponentFailed as exc:
+                log.error("Failed to reconcile component", component=component.plan.component, error=str(exc))
+                failure = exc
+                break
+        await self._delete_removed(isvc, {c.plan.component for c in found})
+        if failure is not None:
+            raise failure
+        await self._write_status(isvc, entries)
+        return Result()
+
+    async def _component(self, isvc: Obj, component: component_reader.Component) -> Obj:
+        plan = component.plan
+        namespace, name = isvc["metadata"]["namespace"], isvc["metadata"]["name"]
+        inputs = deciding.inputs_for(
+            isvc, plan, component.runtime_component,
+            policy=self._policy(isvc, component),
+            hpa=self._reader.get_or_none(resources.HPAS, scalers.hpa_name(name, plan.component), namespace),
+            scaled_object=self._scaled_object(namespace, scalers.scaled_object_name(name, plan.component)),
+            pdb=self._reader.get_or_none(resources.PDBS, plan.name, namespace),
+            workload=self._workload(plan.mode, plan.name, namespace),
+        )
+        desired = deciding.decide(inputs, self._config, keda_served=self._features.keda_served)
+        if desired.resolution.hold is not None:
+            self._hold_event(isvc, plan.component, desired.resolution.hold)
+        if desired.error is not None:
+            raise ComponentFailed(desired.error)
+        await self._converge_scaler(isvc, inputs, desired)
+        if desired.pdb_error is not None:
+            raise ComponentFailed(desired.pdb_error)
+        await self._converge_pdb(isvc, inputs, desired.pdb)
+        if desired.scale_to is not None and plan.mode in _WORKLOADS:
+            log.info("Setting replicas", component=plan.component, replicas=desired.scale_to)
+            try:
+                await self._writer.update_scale(_WORKLOADS[plan.mode], plan.name, namespace, desired.scale_to)
+            except errors.NotFound:
+                pass  # the workload is not created yet; its watch brings the service back
+        return deciding.status_entry(inputs, desired, _old_autoscaler(isvc, plan.component),
+                                     _rfc3339(self._clock()))
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def _scaled_object(self, namespace: str, name: str) -> Obj | None:
+        if not self._features.keda_served:
+            return None
+        return self._reader.get_or_none(scalers.SCALED_OBJECTS, name, namespace)
+
+    def _workload(self, mode: str, name: str, namespace: str) -> Obj | None:
+        res = _WORKLOADS.get(mode)
+        return self._reader.get_or_none(res, name, namespace) if res is not None else None
+
+    def _policy(self, isvc: Obj, component: component_reader.Component) -> autoscaling.PolicyOutcome | None:
+        ref = autoscaling.policy_ref(component.isvc_component)
+        inline = component.isvc_component.get("autoscaler")
+        if ref is None or inline or component.plan.mode == modes.MULTINODE:
+            return None
+        namespace = isvc["metadata"]["namespace"]
+        policy = None
+        if self._features.policy_enabled:
+            policy = self._reader.get_or_none(resources.AUTOSCALER_POLICIES, ref, namespace)
+        try:
+            bounds = autoscaling.replica_bounds(
+                component=component.plan.component, mode=component.plan.mode,
+                isvc_component=component.isvc_component, runtime_component=component.runtime_component,
+                defaults=self._config.deploy.replicas)
+        except autoscaling.AutoscalingError:
+            return None  # decide() reports the bounds
+        ctx = autoscaler_policy.Context(namespace, isvc["metadata"]["name"], component.plan.component, bounds)
+        return autoscaler_policy.outcome(ref, policy, ctx, enabled=self._features.policy_enabled,
+                                         keda_served=self._features.keda_served,
+                                         providers=providers_of(self._config))
+
+    # -- writes -----------------------------------------------------------------------------------
+
+    async def _converge_scaler(self, isvc: Obj, inputs: deciding.Inputs, desired: deciding.Desired) -> None:
+        existing = {"HorizontalPodAutoscaler": inputs.hpa, "ScaledObject": inputs.scaled_object}
+        if desired.scaler is not None:
+            kind = desired.scaler["kind"]
+            cached = existing[kind]
+            if cached is not None and not _controlled_by(cached, isvc):
+                meta = cached["metadata"]
+                raise ComponentFailed(
+                    f"{kind} {meta.get('namespace')}/{meta['name']} is not controlled by expected owner "
+                    f"InferenceService {isvc['metadata']['name']}"
+                )
+            await self._apply(desired.scaler, cached)
+        # The new scaler exists before the old one goes (a failed create leaves the old one scaling).
+        wanted = {desired.scaler["kind"]} if desired.scaler is not None else set()
+        for kind, cached in existing.items():
+            if cached is None or kind in wanted or kind in desired.keep or not _controlled_by(cached, isvc):
+                continue
+            await self._delete(_SCALER_RESOURCES[kind], cached)
+
+    async def _converge_pdb(self, isvc: Obj, inputs: deciding.Inputs, pdb: Obj | None) -> None:
+        if pdb is not None:
+            await self._apply(pdb, inputs.pdb)
+        elif inputs.pdb is not None and _controlled_by(inputs.pdb, isvc):
+            await self._delete(resources.PDBS, inputs.pdb)
+
+    async def _apply(self, desired: Obj, cached: Mapping[str, Any] | None) -> None:
+        stamped = converge.stamp(desired)
+        if converge.up_to_date(stamped, cached):
+            return
+        meta = stamped["metadata"]
+        log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
+        await self._writer.apply(converge.resource_of(stamped), stamped, field_manager=FIELD_MANAGER,
+                                 force=True)
+
+    async def _delete(self, res: Resource, obj: Mapping[str, Any]) -> None:
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            return
+        log.info("Deleting child", kind=res.kind, child=meta["name"])
+        try:
+            await self._writer.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
+        except (errors.NotFound, errors.Conflict):
+            pass
+
+    async def _delete_removed(self, isvc: Obj, declared: set[str]) -> None:
+        """Autoscalers and budgets of components the spec no longer declares."""
+        selector = {naming.ISVC_LABEL: isvc["metadata"]["name"]}
+        kinds: list[Resource] = [resources.HPAS, resources.PDBS]
+        if self._features.keda_served:
+            kinds.append(scalers.SCALED_OBJECTS)
+        for res in kinds:
+            for child in self._reader.list(res, isvc["metadata"]["namespace"], label_selector=selector):
+                component = (child["metadata"].get("labels") or {}).get(naming.COMPONENT_LABEL)
+                if component not in declared and _controlled_by(child, isvc):
+                    await self._delete(res, child)
+
+    def _hold_event(self, isvc: Obj, component: str, hold: PolicyHold) -> None:
+        old = _old_autoscaler(isvc, component)
+        previous = next((c for c in old.get("conditions") or []
+                         if c.get("type") == autoscaling.RESOLVED_CONDITION), None) or {}
+        if previous.get("status") == "False" and previous.get("reason") == hold.reason:
+            return  # the hold already started
+        self._recorder.event(isvc, "Warning", autoscaler_policy.HOLD_EVENT,
+                             autoscaler_policy.hold_event_message(component, hold))
+
+    async def _write_status(self, isvc: Obj, entries: Mapping[str, Obj]) -> None:
+        current = (isvc.get("status") or {}).get("components") or {}
+        if not _differs(current, entries):
+            return
+        meta = isvc["metadata"]
+        body = {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "status": {"components": dict(entries)} if entries else {},
+        }
+        await self._writer.apply(resources.INFERENCE_SERVICES, body, field_manager=FIELD_MANAGER,
+                                 subresource="status")
+
+
+OWNED_ENTRY_FIELDS: Final = ("autoscaler", "scaleTargetRef")
+
+
+def _old_autoscaler(isvc: Mapping[str, Any], component: str) -> Obj:
+    components = (isvc.get("status") or {}).get("components") or {}
+    return dict((components.get(component) or {}).get("autoscaler") or {})
+
+
+def _differs(current: Mapping[str, Any], entries: Mapping[str, Obj]) -> bool:
+    for component in set(current) | set(entries):
+        have = current.get(component) or {}
+        if component not in entries:
+            # Only `autoscaler` is ours alone; the InferenceService controller reports scaleTargetRef too.
+            if have.get("autoscaler") is not None:
+                return True
+            continue
+        want = entries[component]
+        for key in OWNED_ENTRY_FIELDS:
+            if have.get(key) != want.get(key):
+                return True
+    return False
+
+
+def _controlled_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:
+    uid = isvc["metadata"].get("uid")
+    refs: Sequence[Mapping[str, Any]] = child["metadata"].get("ownerReferences") or []
+    return any(ref.get("uid") == uid and ref.get("controller") for ref in refs)
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,348 @@
+"""The autoscaler reconciler against an in-memory world: what it writes, deletes and reports."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from ome.config import inferenceservice_config as cfg
+from ome.controllers.autoscaler import reconciler as rec
+from ome.framework import resources as r
+from ome.framework.reconcile import Request
+from ome.framework.resources import Resource
+from ome.resolution import autoscaler_objects as scalers
+from ome.resolution import models, runtimes
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld
+from tests.unit.resolution import builders
+
+Obj = dict[str, Any]
+REQ = Request("demo", "llama")
+NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
+TRIGGER: Obj = {"type": "cron", "metadata": {"timezone": "UTC", "start": "0 9 * * *", "end": "0 17 * * *",
+                                             "desiredReplicas": "1"}}
+PROVIDERS = '{"metricProviders": {"cluster-prometheus": {"serverAddress": "http://ome-prometheus.ome.svc:9090"}}}'
+
+
+class World(FakeWorld):
+    """FakeWorld with the scale subresource, and status applies that merge per component as SSA does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scaled: list[tuple[str, str, int]] = []
+
+    async def update_scale(self, res: Resource, name: str, namespace: str | None, replicas: int) -> Obj:
+        self.writes.append(("scale", res.kind, name))
+        self.scaled.append((res.kind, name, replicas))
+        obj = self.get_or_none(res, name, namespace)
+        assert obj is not None
+        obj["spec"]["replicas"] = replicas
+        return obj
+
+    async def apply(self, res: Resource, obj: Obj, *, field_manager: str, force: bool = True,
+                    subresource: str | None = None) -> Obj:
+        if subresource != "status":
+            return await super().apply(res, obj, field_manager=field_manager, force=force)
+        self.writes.append(("apply/status", res.kind, obj["metadata"]["name"]))
+        current = self.get_or_none(res, obj["metadata"]["name"], obj["metadata"]["namespace"])
+        assert current is not None
+        current.setdefault("status", {})["components"] = copy.deepcopy(obj["status"].get("components") or {})
+        return current
+
+
+@pytest.fixture(autouse=True)
+def resolvers(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Model and runtime resolution are tested elsewhere; here the runtime is fixed per test."""
+    state: dict[str, Any] = {"runtime": builders.runtime()}
+
+    def resolve_model(reader: Any, isvc: Obj) -> Any:
+        obj = builders.model()
+        return models.ResolvedModel(kind="ClusterBaseModel", name=obj["metadata"]["name"], namespace=None,
+                                    obj=obj, ready=True)
+
+    def resolve_runtime(reader: Any, isvc: Obj, model: Any) -> Any:
+        obj = state["runtime"]
+        return runtimes.ResolvedRuntime(kind=obj["kind"], name=obj["metadata"]["name"], obj=obj,
+                                        auto_selected=True, warnings=[])
+
+    monkeypatch.setattr(models, "resolve_model", resolve_model)
+    monkeypatch.setattr(runtimes, "resolve_runtime", resolve_runtime)
+    return state
+
+
+def _reconciler(world: World, recorder: FakeRecorder | None = None, *, keda: bool = True, policy: bool = False,
+                config: cfg.InferenceServiceConfig | None = None) -> rec.AutoscalerReconciler:
+    return rec.AutoscalerReconciler(
+        reader=world, writer=world, recorder=recorder or FakeRecorder(),  # type: ignore[arg-type]
+        config=config or cfg.InferenceServiceConfig(),
+        features=rec.Features(keda_served=keda, policy_enabled=policy), clock=lambda: NOW,
+    )
+
+
+def _put_isvc(world: World, **kwargs: Any) -> Obj:
+    return world.put(r.INFERENCE_SERVICES, builders.isvc(**kwargs))
+
+
+def _set_engine(world: World, engine: Obj) -> None:
+    isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert isvc is not None
+    isvc["spec"]["engine"] = engine
+
+
+def _names(world: World, res: Resource) -> set[str]:
+    return {o["metadata"]["name"] for o in world.list(res, "demo")}
+
+
+def _entry(world: World, component: str = "engine") -> Obj:
+    isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert isvc is not None
+    return dict(((isvc.get("status") or {}).get("components") or {}).get(component) or {})
+
+
+def _workload(world: World, kind: Resource, replicas: int | None) -> Obj:
+    spec: Obj = {} if replicas is None else {"replicas": replicas}
+    isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert isvc is not None
+    owner = [{"uid": isvc["metadata"]["uid"], "controller": True, "kind": "InferenceService", "name": "llama"}]
+    return world.put(kind, {"metadata": {"name": "llama-engine", "namespace": "demo", "ownerReferences": owner},
+                            "spec": spec})
+
+
+async def test_default_hpa_and_pdb_then_a_noop_reconcile_writes_nothing() -> None:
+    world = World()
+    _put_isvc(world)
+    reconciler = _reconciler(world)
+    await reconciler.reconcile(REQ)
+    hpa = world.get_or_none(r.HPAS, "llama-engine", "demo")
+    assert hpa is not None and (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 3)
+    pdb = world.get_or_none(r.PDBS, "llama-engine", "demo")
+    assert pdb is not None and pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "llama-engine"}}}
+    assert _entry(world) == {
+        "autoscaler": {"class": "HPA", "managedBy": "ome", "specSource": "default"},
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llama-engine"},
+    }
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.writes == []
+
+
+async def test_hpa_status_reaches_the_component_status() -> None:
+    world = World()
+    _put_isvc(world)
+    reconciler = _reconciler(world)
+    await reconciler.reconcile(REQ)
+    hpa = world.get_or_none(r.HPAS, "llama-engine", "demo")
+    assert hpa is not None
+    hpa["status"] = {"currentReplicas": 2, "desiredReplicas": 3, "lastScaleTime": "2026-01-01T00:05:00Z",
+                     "conditions": [{"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale",
+                                     "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    await reconciler.reconcile(REQ)
+    auto = _entry(world)["autoscaler"]
+    assert (auto["currentReplicas"], auto["desiredReplicas"], auto["lastScaleTime"]) == (2, 3, "2026-01-01T00:05:00Z")
+    assert [c["type"] for c in auto["conditions"]] == ["AbleToScale"]
+
+
+async def test_switch_hpa_to_keda_creates_the_scaled_object_before_deleting_the_hpa() -> None:
+    world = World()
+    _put_isvc(world)
+    reconciler = _reconciler(world)
+    await reconciler.reconcile(REQ)
+    _set_engine(world, {"autoscaler": {"class": "KEDA", "keda": {"triggers": [TRIGGER]}}})
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    kinds = [(verb, kind) for verb, kind, _ in world.writes if kind in ("ScaledObject", "HorizontalPodAutoscaler")]
+    assert kinds == [("apply", "ScaledObject"), ("delete", "HorizontalPodAutoscaler")]
+    assert _names(world, scalers.SCALED_OBJECTS) == {"scaledobject-llama-engine"}
+    assert _names(world, r.HPAS) == set()
+    assert _entry(world)["autoscaler"] == {"class": "KEDA", "managedBy": "ome", "specSource": "isvc"}
+
+
+async def test_switch_to_none_deletes_the_scaler_and_holds_the_count_at_min() -> None:
+    world = World()
+    _put_isvc(world, engine={"autoscaler": {"class": "KEDA", "keda": {"triggers": [TRIGGER]}}})
+    reconciler = _reconciler(world)
+    await reconciler.reconcile(REQ)
+    _workload(world, r.DEPLOYMENTS, 4)
+    _set_engine(world, {"minReplicas": 2, "autoscaler": {"class": "None"}})
+    await reconciler.reconcile(REQ)
+    assert _names(world, scalers.SCALED_OBJECTS) == set() and _names(world, r.HPAS) == set()
+    assert world.scaled == [("Deployment", "llama-engine", 2)]
+    world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo")["spec"]["replicas"] = 5  # type: ignore[index]
+    await reconciler.reconcile(REQ)  # a kubectl scale does not last
+    assert world.scaled[-1] == ("Deployment", "llama-engine", 2)
+    assert _entry(world)["autoscaler"] == {"class": "None", "managedBy": "none", "specSource": "isvc"}
+
+
+async def test_external_keeps_the_count_but_omenative_never_stays_at_zero() -> None:
+    world = World()
+    _put_isvc(world, engine={"minReplicas": 2, "autoscaler": {"class": "External"}})
+    reconciler = _reconciler(world)
+    _workload(world, r.DEPLOYMENTS, 5)
+    await reconciler.reconcile(REQ)
+    assert world.scaled == [] and _names(world, r.HPAS) == set()
+    native = World()
+    _put_isvc(native, deploymentMode="OMENative", engine={"minReplicas": 2, "autoscaler": {"class": "External"}})
+    _workload(native, r.INFERENCE_REPLICAS, 0)
+    await _reconciler(native).reconcile(REQ)
+    assert native.scaled == [("InferenceReplica", "llama-engine", 2)]
+    assert _entry(native)["scaleTargetRef"]["kind"] == "InferenceReplica"
+
+
+async def test_omenative_hpa_targets_the_replica_and_its_pdb_counts_pods() -> None:
+    world = World()
+    _put_isvc(world, engine={"leader": {}, "worker": {"size": 2}, "maxReplicas": 4})
+    _workload(world, r.INFERENCE_REPLICAS, 4)
+    reconciler = _reconciler(world)
+    await reconciler.reconcile(REQ)
+    hpa = world.get_or_none(r.HPAS, "llama-engine", "demo")
+    assert hpa is not None and hpa["spec"]["scaleTargetRef"]["kind"] == "InferenceReplica"
+    pdb = world.get_or_none(r.PDBS, "llama-engine", "demo")
+    assert pdb is not None and pdb["spec"]["minAvailable"] == 11  # 4 x (1 + 2) pods, maxUnavailable 1
+    assert pdb["spec"]["selector"]["matchLabels"]["ome.io/managed-by"] == "OMENative"
+    world.get_or_none(r.INFERENCE_REPLICAS, "llama-engine", "demo")["spec"]["replicas"] = 2  # type: ignore[index]
+    await reconciler.reconcile(REQ)
+    pdb = world.get_or_none(r.PDBS, "llama-engine", "demo")
+    assert pdb is not None and pdb["spec"]["minAvailable"] == 5  # follows the count
+
+
+async def test_a_stranger_under_our_name_fails_the_component() -> None:
+    world = World()
+    _put_isvc(world)
+    world.put(r.HPAS, {"metadata": {"name": "llama-engine", "namespace": "demo"}, "spec": {}})
+    with pytest.raises(rec.ComponentFailed, match="is not controlled by expected owner"):
+        await _reconciler(world).reconcile(REQ)
+    assert _entry(world) == {}  # status stops updating
+
+
+async def test_a_pdb_ome_did_not_create_fails_preflight() -> None:
+    world = World()
+    _put_isvc(world)
+    world.put(r.PDBS, {"metadata": {"name": "llama-engine", "namespace": "demo"}, "spec": {}})
+    with pytest.raises(rec.ComponentFailed, match="^failed to preflight engine PodDisruptionBudget"):
+        await _reconciler(world).reconcile(REQ)
+
+
+async def test_keda_without_keda_crds_fails_and_keeps_the_hpa() -> None:
+    world = World()
+    _put_isvc(world)
+    reconciler = _reconciler(world, keda=False)
+    await reconciler.reconcile(REQ)
+    _set_engine(world, {"autoscaler": {"class": "KEDA", "keda": {"triggers": [TRIGGER]}}})
+    with pytest.raises(rec.ComponentFailed, match="won't watch keda.sh/v1alpha1/ScaledObject resources"):
+        await reconciler.reconcile(REQ)
+    assert _names(world, r.HPAS) == {"llama-engine"}
+
+
+async def test_rawdeployment_min_above_runtime_max_stops_updating(resolvers: dict[str, Any]) -> None:
+    resolvers["runtime"] = builders.runtime(engine_config={"maxReplicas": 2})
+    world = World()
+    _put_isvc(world, engine={"minReplicas": 3})
+    with pytest.raises(rec.ComponentFailed, match="minReplicas must not exceed maxReplicas: 3 > 2"):
+        await _reconciler(world).reconcile(REQ)
+    assert _names(world, r.HPAS) == set() and world.writes == []
+
+
+async def test_runtime_block_and_bounds_apply_when_the_service_sets_none(resolvers: dict[str, Any]) -> None:
+    resolvers["runtime"] = builders.runtime(engine_config={"minReplicas": 2, "maxReplicas": 6, "autoscaler": {
+        "class": "HPA", "hpa": {"metrics": [{"type": "Resource", "resource": {"name": "memory", "target": {
+            "type": "Utilization", "averageUtilization": 60}}}]}}})
+    world = World()
+    _put_isvc(world)
+    await _reconciler(world).reconcile(REQ)
+    hpa = world.get_or_none(r.HPAS, "llama-engine", "demo")
+    assert hpa is not None and (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
+    assert hpa["spec"]["metrics"][0]["resource"]["name"] == "memory"
+    assert _entry(world)["autoscaler"]["specSource"] == "runtime"
+
+
+async def test_legacy_target_annotation_on_rawdeployment() -> None:
+    world = World()
+    _put_isvc(world, annotations={"ome.io/targetUtilizationPercentage": "45"})
+    await _reconciler(world).reconcile(REQ)
+    hpa = world.get_or_none(r.HPAS, "llama-engine", "demo")
+    assert hpa is not None and hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 45
+    assert _entry(world)["autoscaler"]["specSource"] == "legacy"
+
+
+async def test_removed_component_loses_its_autoscaler_and_budget() -> None:
+    world = World()
+    _put_isvc(world, router={})
+    reconciler = _reconciler(world)
+    await reconciler.reconcile(REQ)
+    assert _names(world, r.HPAS) == {"llama-engine", "llama-router"}
+    isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert isvc is not None
+    del isvc["spec"]["router"]
+    await reconciler.reconcile(REQ)
+    assert _names(world, r.HPAS) == {"llama-engine"} and _names(world, r.PDBS) == {"llama-engine"}
+
+
+async def test_a_mode_without_default_budget_deletes_our_pdb() -> None:
+    world = World()
+    _put_isvc(world)
+    await _reconciler(world).reconcile(REQ)
+    no_default = cfg.parse({"podDisruptionBudget": '{"omeNative": {"maxUnavailable": 1}}'})
+    await _reconciler(world, config=no_default).reconcile(REQ)
+    assert _names(world, r.PDBS) == set()
+
+
+def _policy(world: World, name: str = "queue-depth") -> Obj:
+    return world.put(r.AUTOSCALER_POLICIES, {
+        "metadata": {"name": name, "namespace": "demo", "generation": 2},
+        "spec": {"class": "KEDA", "keda": {"triggers": [{
+            "type": "prometheus", "providerRef": {"name": "cluster-prometheus"}, "metricType": "AverageValue",
+            "metadata": {"query": 'sum(q{isvc="{{ .ISVCName }}"})', "threshold": "5", "ignoreNullValues": "false"},
+        }], "fallback": {"failureThreshold": 3, "replicas": {"fromComponent": "MaxReplicas"}}}},
+    })
+
+
+async def test_policy_by_name_renders_then_holds_when_it_goes_away() -> None:
+    world = World()
+    recorder = FakeRecorder()
+    config = cfg.parse({"autoscalerPolicy": PROVIDERS})
+    _put_isvc(world, engine={"maxReplicas": 4, "autoscalerPolicyRef": {"name": "queue-depth"}})
+    _policy(world)
+    reconciler = _reconciler(world, recorder, policy=True, config=config)
+    await reconciler.reconcile(REQ)
+    so = world.get_or_none(scalers.SCALED_OBJECTS, "scaledobject-llama-engine", "demo")
+    assert so is not None
+    assert so["spec"]["triggers"][0]["metadata"]["serverAddress"] == "http://ome-prometheus.ome.svc:9090"
+    assert so["spec"]["triggers"][0]["metadata"]["query"] == 'sum(q{isvc="llama"})'
+    assert so["spec"]["fallback"]["replicas"] == 4
+    auto = _entry(world)["autoscaler"]
+    assert (auto["specSource"], auto["policy"]["name"], auto["conditions"][0]["reason"]) == (
+        "policy", "queue-depth", "RenderedFromPolicy")
+    del world.objects[(r.AUTOSCALER_POLICIES.name, "demo", "queue-depth")]
+    await reconciler.reconcile(REQ)
+    await reconciler.reconcile(REQ)
+    assert _names(world, scalers.SCALED_OBJECTS) == {"scaledobject-llama-engine"}  # last-known-good kept
+    held = _entry(world)["autoscaler"]
+    resolved = held["conditions"][0]
+    assert (held["class"], resolved["status"], resolved["reason"]) == ("KEDA", "False", "PolicyNotFound")
+    assert resolved["message"].startswith("holding last-known-good scaler: ")
+    assert [e[1] for e in recorder.events] == ["AutoscalerPolicyHold"]  # once, when the hold starts
+
+
+async def test_policy_reference_is_ignored_with_a_condition_when_the_feature_is_off() -> None:
+    world = World()
+    recorder = FakeRecorder()
+    _put_isvc(world, engine={"autoscalerPolicyRef": {"name": "queue-depth"}})
+    _policy(world)
+    await _reconciler(world, recorder, policy=False).reconcile(REQ)
+    assert _names(world, scalers.SCALED_OBJECTS) == set() and _names(world, r.HPAS) == set()
+    resolved = _entry(world)["autoscaler"]["conditions"][0]
+    assert (resolved["type"], resolved["status"], resolved["reason"]) == (
+        "AutoscalerResolved", "False", "PolicyNotFound")
+
+
+async def test_inline_block_shadows_the_policy() -> None:
+    world = World()
+    _put_isvc(world, engine={"autoscalerPolicyRef": {"name": "queue-depth"}, "autoscaler": {"class": "HPA"}})
+    _policy(world)
+    await _reconciler(world, policy=True, config=cfg.parse({"autoscalerPolicy": PROVIDERS})).reconcile(REQ)
+    auto = _entry(world)["autoscaler"]
+    assert (auto["specSource"], auto["shadowedPolicyRef"], auto["conditions"][0]["reason"]) == (
+        "isvc", {"name": "queue-depth"}, "InlinePrecedence")
+    assert _names(world, r.HPAS) == {"llama-engine"}
