@@ -1,0 +1,432 @@
+"""`kubectl ome runtime`: effective, explain, tree, history, and the alpha guarded `sync`, which sets
+`ome.io/runtime-sync` to a new `cli-runtime-sync-<UUID>` token on a managed-pin InferenceService."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from ome.framework import errors, resources
+from ome.kubectl_ome import effective, explain, fetch, guarded
+from ome.kubectl_ome.connection import add_ome_namespace
+from ome.kubectl_ome.context import PAUSED, RUNTIME_SYNC, Ctx, read_for_action, read_isvc
+from ome.kubectl_ome.failures import READ_FAILED, CliError, Conflict, Refused
+from ome.kubectl_ome.output import document, render
+from ome.kubectl_ome.parsing import OUTPUTS_NO_WIDE, add_command, add_group, add_guarded, add_name, add_output
+from ome.kubectl_ome.table import format_table
+from ome.resolution import runtime_revisions as rr
+
+Obj = dict[str, Any]
+
+HISTORY_HEADERS: Final = ("WINDOW", "REVISION", "CREATED", "ROLES", "CHECK", "LIVE", "ISSUES")
+LIST_PAGE: Final = 500
+SYNC_STALE: Final = "runtime sync safety snapshot changed; refresh runtime effective and retry explicitly"
+
+
+def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
+    sub = add_group(
+        commands,
+        "runtime",
+        help="The runtime behind an InferenceService",
+        example="kubectl ome runtime effective llama-chat -n team-a",
+    )
+    p = add_command(
+        sub,
+        "explain",
+        help="Which runtimes match a model, and why",
+        example="kubectl ome runtime explain --model llama-3-8b -n team-a",
+        parents=parents,
+    )
+    p.add_argument("--model", help="Explain selection for this BaseModel/ClusterBaseModel")
+    p.add_argument("--isvc", help="Explain selection for this InferenceService's model")
+    p.set_defaults(handler=runtime_explain)
+    p = add_command(
+        sub,
+        "effective",
+        help="The live and active runtime, each component's mode and the pin",
+        example="kubectl ome runtime effective llama-chat -n team-a",
+        parents=parents,
+    )
+    add_name(p)
+    add_output(p, OUTPUTS_NO_WIDE)
+    add_ome_namespace(p)
+    p.set_defaults(handler=runtime_effective)
+    p = add_command(
+        sub,
+        "tree",
+        help="A runtime's inheritance chain and the InferenceServices that name it",
+        example="kubectl ome runtime tree vllm-llama -n team-a",
+        parents=parents,
+    )
+    p.add_argument("name", metavar="RUNTIME")
+    p.add_argument(
+        "--kind", help="Runtime kind: ServingRuntime or ClusterServingRuntime (auto-detected when omitted)"
+    )
+    add_output(p)
+    p.set_defaults(handler=runtime_tree)
+    p = add_command(
+        sub,
+        "history",
+        help="The runtime revisions OME kept for an InferenceService's runtime",
+        example="kubectl ome runtime history llama-chat -n team-a",
+        parents=parents,
+    )
+    add_name(p)
+    add_output(p)
+    add_ome_namespace(p)
+    p.set_defaults(handler=runtime_history)
+    p = add_command(
+        sub,
+        "sync",
+        help="Alpha. Move a pinned service to the runtime's current spec",
+        example="kubectl ome runtime sync llama-chat -n team-a --dry-run client",
+        parents=parents,
+    )
+    add_name(p)
+    add_guarded(p)
+    p.set_defaults(handler=runtime_sync)
+
+
+async def runtime_effective(ctx: Ctx, args: argparse.Namespace) -> str:
+    isvc = await read_isvc(ctx.client, args.name, ctx.namespace)
+    runtime = await fetch.read_runtime(ctx.client, isvc)
+    if args.output != "table":
+        return render(effective.effective_document(isvc, runtime), args.output)
+    return effective.format_effective(effective.effective_rows(isvc, runtime))
+
+
+async def runtime_explain(ctx: Ctx, args: argparse.Namespace) -> str:
+    client, namespace = ctx.client, ctx.namespace
+    if bool(args.model) == bool(args.isvc):
+        raise CliError("exactly one of --model or --isvc is required")
+    isvc: Obj | None = None
+    model_name = args.model
+    if args.isvc:
+        isvc = await read_isvc(client, args.isvc, namespace)
+        model_name = ((isvc.get("spec") or {}).get("model") or {}).get("name")
+        if not model_name:
+            raise CliError(f'InferenceService "{args.isvc}" has no spec.model; pass --model instead')
+        if ((isvc.get("spec") or {}).get("runtime") or {}).get("name"):
+            print(explain.EXPLICIT_NOTE, file=ctx.terminal.stderr)
+    try:
+        model = await client.get(resources.BASE_MODELS, model_name, namespace)
+    except errors.NotFound:
+        model = await client.get(resources.CLUSTER_BASE_MODELS, model_name)
+    (local, _), (cluster, _) = await asyncio.gather(
+        client.list(resources.SERVING_RUNTIMES, namespace), client.list(resources.CLUSTER_SERVING_RUNTIMES)
+    )
+    if len(local) + len(cluster) > explain.COLLECTION_LIMIT:
+        raise CliError("runtime candidate snapshot exceeds the CLI collection limit")
+    if not local and not cluster:
+        print(explain.NO_RUNTIMES, file=ctx.terminal.stderr)
+        return ""
+    return explain.format_explain(explain.explain(local, cluster, model, isvc))
+
+
+# --- tree ---------------------------------------------------------------------------------------
+
+
+def _attributed(
+    isvc: Mapping[str, Any],
+    kind: str,
+    name: str,
+    runtime_ns: str | None,
+    namespaced_names: set[tuple[str, str]],
+) -> bool:
+    """Whether the InferenceService's spec.runtime resolves to this runtime (documented lookup order)."""
+    ref = (isvc.get("spec") or {}).get("runtime") or {}
+    if ref.get("name") != name:
+        return False
+    ns = str((isvc.get("metadata") or {}).get("namespace"))
+    has_local = (ns, name) in namespaced_names
+    declared = ref.get("kind")
+    if kind == "ServingRuntime":
+        return ns == runtime_ns and declared in (None, "ServingRuntime")
+    if declared == "ServingRuntime":
+        return False
+    return not has_local
+
+
+def tree_lines(
+    kind: str,
+    name: str,
+    namespace: str,
+    isvcs: Sequence[Mapping[str, Any]],
+    local: Sequence[Mapping[str, Any]],
+    cluster_count: int,
+    ns_scope: str,
+) -> list[str]:
+    names = {
+        (str((r.get("metadata") or {}).get("namespace")), str((r.get("metadata") or {}).get("name")))
+        for r in local
+    }
+    users = sorted(
+        f"{(i.get('metadata') or {}).get('namespace')}/{(i.get('metadata') or {}).get('name')}"
+        for i in isvcs
+        if _attributed(i, kind, name, namespace if kind == "ServingRuntime" else None, names)
+    )
+    if kind == "ServingRuntime":
+        target = f"ServingRuntime/{namespace}/{name}"
+        context, head = f"Namespaced/{namespace}", f"ServingRuntime/{name}"
+        users = [u.split("/", 1)[1] for u in users]
+    else:
+        target = context = head = f"ClusterServingRuntime/{name}"
+        context = "Cluster"
+    lines = [
+        "RUNTIME TREE",
+        f"Target: {target}",
+        f"Context: {context} (resolution: Complete)",
+        f"Head: {head}",
+        f"{head} [selected]",
+    ]
+    for i, user in enumerate(users):
+        lines.append(("`-- " if i == len(users) - 1 else "|-- ") + f"InferenceService/{user}")
+    lines += [
+        "Snapshot: Complete",
+        f"Collection: ClusterServingRuntime scope=Cluster status=Complete pages=1 items={cluster_count}",
+        f"Collection: ServingRuntime scope={ns_scope} status=Complete pages=1 items={len(local)}",
+        f"Collection: InferenceService scope={ns_scope} status=Complete pages=1 items={len(isvcs)}",
+    ]
+    return lines
+
+
+async def runtime_tree(ctx: Ctx, args: argparse.Namespace) -> str:
+    if args.kind not in (None, "ServingRuntime", "ClusterServingRuntime"):
+        raise CliError(
+            f'unsupported runtime kind "{args.kind}" (supported: ServingRuntime, ClusterServingRuntime)'
+        )
+    found = []
+    for kind, res in (
+        ("ServingRuntime", resources.SERVING_RUNTIMES),
+        ("ClusterServingRuntime", resources.CLUSTER_SERVING_RUNTIMES),
+    ):
+        if args.kind in (None, kind):
+            try:
+                await ctx.client.get(res, args.name, ctx.namespace if res.namespaced else None)
+                found.append(kind)
+            except errors.NotFound:
+                pass
+    if not found:
+        raise CliError(f'project runtime inheritance tree: runtime target was not found: "{args.name}"')
+    if len(found) > 1:
+        raise CliError(
+            f'runtime "{args.name}" is ambiguous; pass --kind ServingRuntime or --kind '
+            f'ClusterServingRuntime: runtime target is ambiguous: "{args.name}" matched 2 runtimes'
+        )
+    kind = found[0]
+    scope_ns = ctx.namespace if kind == "ServingRuntime" else None
+    cluster, _ = await ctx.client.list(resources.CLUSTER_SERVING_RUNTIMES, limit=LIST_PAGE)
+    local, _ = await ctx.client.list(resources.SERVING_RUNTIMES, scope_ns, limit=LIST_PAGE)
+    isvcs, _ = await ctx.client.list(resources.INFERENCE_SERVICES, scope_ns, limit=LIST_PAGE)
+    ns_scope = f"Namespace/{ctx.namespace}" if scope_ns else "AllNamespaces"
+    lines = tree_lines(kind, args.name, ctx.namespace, isvcs, local, len(cluster), ns_scope)
+    if args.output in ("json", "yaml"):
+        return render(
+            document("RuntimeTreeReport", {"target": lines[1].split(": ", 1)[1], "lines": lines}), args.output
+        )
+    return "\n".join(lines) + "\n"
+
+
+# --- history ------------------------------------------------------------------------------------
+
+
+def short_revision(name: str) -> str:
+    if len(name) <= 14:
+        return name
+    return f"{name[:2]}...#{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def history_rows(
+    isvc: Mapping[str, Any], revisions: Sequence[Mapping[str, Any]], live_hash: str | None, window: str
+) -> list[list[str]]:
+    spec_ref = (isvc.get("spec") or {}).get("runtime") or {}
+    pinned = (isvc.get("status") or {}).get("pinnedRevisionName")
+    ordered = sorted(
+        revisions, key=lambda r: str((r.get("metadata") or {}).get("creationTimestamp")), reverse=True
+    )
+    rows = []
+    for rev in ordered:
+        meta = rev.get("metadata") or {}
+        name = str(meta.get("name"))
+        labels = meta.get("labels") or {}
+        rev_hash = labels.get(rr.REVISION_HASH_LABEL)
+        roles = (
+            ("A" if name == (spec_ref.get("revision") or pinned) else "")
+            + ("Q" if name == spec_ref.get("revision") else "")
+            + ("R" if name == pinned else "")
+            + "H"
+        )
+        check = "OK" if rev_hash and name.endswith(str(rev_hash)) else "BAD"
+        live = "?" if not live_hash or not rev_hash else ("MATCH" if rev_hash == live_hash else "DIFF")
+        created = str(meta.get("creationTimestamp") or "")
+        rows.append(
+            [
+                window,
+                short_revision(name),
+                f"{created[2:16]}Z" if len(created) >= 16 else "-",
+                roles,
+                check,
+                live,
+                f"R{0 if check == 'OK' else 1}/G0",
+            ]
+        )
+    return rows or [[window, "-", "-", "-", "-", "-", "R0/G0"]]
+
+
+async def runtime_history(ctx: Ctx, args: argparse.Namespace) -> str:
+    isvc = await read_isvc(ctx.client, args.name, ctx.namespace)
+    runtime = await fetch.read_runtime(ctx.client, isvc)
+    name = (runtime.ref or "").rsplit("/", 1)[-1]
+    revisions: list[Obj] = []
+    window = "U/I/0/1"
+    if name:
+        try:
+            revisions, _ = await ctx.client.list(
+                resources.CONTROLLER_REVISIONS,
+                args.ome_namespace,
+                label_selector={rr.RUNTIME_OF_LABEL: name},
+                limit=LIST_PAGE,
+            )
+            window = "C/B/1/1"
+        except errors.ApiError:
+            window = "U/I/0/1"
+    live_hash = rr.spec_hash(runtime.obj.get("spec")) if runtime.obj else None
+    rows = history_rows(isvc, revisions, live_hash, window)
+    if args.output in ("json", "yaml"):
+        content = {
+            "runtime": runtime.ref,
+            "liveHash": live_hash,
+            "revisions": [dict(zip([h.lower() for h in HISTORY_HEADERS], r, strict=True)) for r in rows],
+        }
+        return render(
+            document(
+                "RuntimeHistoryReport", content, metadata={"name": args.name, "namespace": ctx.namespace}
+            ),
+            args.output,
+        )
+    return format_table(HISTORY_HEADERS, rows)
+
+
+# --- sync ---------------------------------------------------------------------------------------
+
+
+def drift_state(isvc: Mapping[str, Any]) -> tuple[str, str]:
+    found = [
+        c for c in (isvc.get("status") or {}).get("conditions") or [] if c.get("type") == rr.RUNTIME_DRIFTED
+    ]
+    if not found:
+        return "NotReported", "-"
+    if len(found) > 1 or found[0].get("status") not in ("True", "False", "Unknown"):
+        return "Malformed", "-"
+    return f"Reported{found[0].get('status')}", str(found[0].get("reason") or "Other")
+
+
+def sync_state(isvc: Mapping[str, Any]) -> str:
+    token = ((isvc.get("metadata") or {}).get("annotations") or {}).get(RUNTIME_SYNC)
+    recorded = (isvc.get("status") or {}).get(rr.TOKEN_FIELD)
+    if not token:
+        return "StatusOnly" if recorded else "Absent"
+    return "Acknowledged" if token == recorded else "Pending"
+
+
+async def runtime_sync(ctx: Ctx, args: argparse.Namespace) -> str:
+    async def snapshot() -> tuple[Obj, Obj, Obj]:
+        isvc = await read_for_action(ctx.client, args.name, ctx.namespace)
+        runtime = await fetch.read_runtime(ctx.client, isvc)
+        pinned = (isvc.get("status") or {}).get(rr.PINNED_FIELD)
+        if runtime.obj is None or not pinned:
+            raise Refused("runtime sync requires a resolved managed pin")
+        try:
+            revision = await ctx.client.get(resources.CONTROLLER_REVISIONS, str(pinned), args.ome_namespace)
+        except errors.ApiError:
+            raise CliError(READ_FAILED) from None
+        return isvc, dict(runtime.obj), revision
+
+    async def prepare() -> guarded.Action:
+        isvc, runtime, revision = await snapshot()
+        target = guarded.check_service(isvc)
+        if effective.pin_mode(isvc) != "ManagedPin":
+            raise Refused("runtime sync requires a resolved managed pin")
+        drift, cause = drift_state(isvc)
+        current = str(
+            ((revision.get("metadata") or {}).get("labels") or {}).get(rr.REVISION_HASH_LABEL) or ""
+        )
+        live_hash = rr.spec_hash(runtime.get("spec"))
+        if drift != "ReportedTrue" or cause != rr.REVISION_MISMATCH or live_hash == current:
+            raise Refused(
+                "runtime sync requires reported RevisionMismatch drift and a different live runtime"
+            )
+        state = sync_state(isvc)
+        if state == "Pending":
+            raise Refused("a runtime sync request is already pending")
+        request_id = str(uuid.uuid4())
+        token = f"cli-runtime-sync-{request_id}"
+        ops = []
+        old = ((isvc.get("metadata") or {}).get("annotations") or {}).get(RUNTIME_SYNC)
+        if old is not None:
+            ops.append({"op": "test", "path": guarded.annotation_path(RUNTIME_SYNC), "value": old})
+        ops += guarded.set_annotation(isvc, RUNTIME_SYNC, token)
+        depth = ((isvc.get("metadata") or {}).get("annotations") or {}).get(PAUSED)
+        first = (isvc, runtime, revision)
+
+        async def revalidate() -> None:
+            try:
+                again = await snapshot()
+            except CliError:
+                raise Conflict(SYNC_STALE) from None
+            versions = [(o.get("metadata") or {}).get("resourceVersion") for o in again]
+            if versions != [(o.get("metadata") or {}).get("resourceVersion") for o in first]:
+                raise Conflict(SYNC_STALE)
+
+        kind, ns = rr.source_kind(isvc), rr.source_namespace(isvc)
+        return guarded.Action(
+            name="runtime sync",
+            resource=resources.INFERENCE_SERVICES,
+            target=target,
+            operations=ops,
+            follow_up=guarded.follow_up("runtime effective", args.name, ctx.namespace, ctx.context)
+            + f" --ome-namespace={args.ome_namespace}",
+            preview=[
+                ("Generation", str((isvc.get("metadata") or {}).get("generation"))),
+                ("Freshness", "Unverifiable (advisory global status)"),
+                ("Pinned revision", str((revision.get("metadata") or {}).get("name"))),
+                ("Runtime", f"{kind}/{ns}/{(runtime.get('metadata') or {}).get('name')}"),
+                ("Current hash", current),
+                ("Target hash", live_hash),
+                (
+                    "Target revision",
+                    rr.revision_name(kind, ns, str((runtime.get("metadata") or {}).get("name")), live_hash),
+                ),
+                ("Pause state", {"true": "Paused", "freeze": "Freeze"}.get(str(depth), "Not recognized")),
+                ("Old sync token", state),
+                ("Set annotation", RUNTIME_SYNC),
+                ("Value", f'"{token}"'),
+            ],
+            warnings=[
+                "The token asks for the live spec when the controller uses it, not the spec shown here."
+            ],
+            preview_title="ALPHA runtime sync preview (acceptance is not convergence)",
+            request_id=request_id,
+            revision_hash=live_hash,
+            applied_message="API accepted annotation request; consumption and convergence not observed.",
+            conflict_message="guarded annotation patch rejected; "
+            "refresh runtime effective and retry explicitly",
+            unknown_message="runtime sync request outcome unknown; check runtime effective; do not replay",
+            revalidate=revalidate,
+        )
+
+    guarded.check_flags(args.dry_run, args.output)
+    return await guarded.run_guarded(
+        ctx.client,
+        prepare,
+        ctx.terminal,
+        context=ctx.context,
+        ome_namespace=args.ome_namespace,
+        dry_run=args.dry_run,
+        yes=args.yes,
+        output=args.output,
+    )
