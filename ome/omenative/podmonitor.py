@@ -58,20 +58,3 @@ def pod_monitor(
         },
         "spec": {"selector": {"matchLabels": selector}, "podMetricsEndpoints": [endpoint]},
     }
-
-
-def differs(desired: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
-    """Whether the labels or the spec we own drifted (keys others add are left alone)."""
-    have_labels = (actual.get("metadata") or {}).get("labels") or {}
-    if any(have_labels.get(k) != v for k, v in desired["metadata"]["labels"].items()):
-        return True
-    want, have = desired["spec"], actual.get("spec") or {}
-    if want["selector"] != have.get("selector"):
-        return True
-    endpoints = have.get("podMetricsEndpoints") or []
-    if len(endpoints) != len(want["podMetricsEndpoints"]):
-        return True
-    return any(
-        any(got.get(k) != v for k, v in mine.items())
-        for mine, got in zip(want["podMetricsEndpoints"], endpoints, strict=True)
-    )

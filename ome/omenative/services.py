@@ -80,19 +80,6 @@ def ports(data: RevisionData | None) -> list[Obj]:
     ]
 
 
-def differs(desired: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
-    """Whether the fields we own drifted (defaults the apiserver fills in are ignored)."""
-    want, have = desired["spec"], actual.get("spec") or {}
-    if want["selector"] != have.get("selector"):
-        return True
-    if bool(want.get("publishNotReadyAddresses")) != bool(have.get("publishNotReadyAddresses")):
-        return True
-    if (want.get("clusterIP") == "None") != (have.get("clusterIP") == "None"):
-        return True
-    pick = [(p["name"], p["port"], p["targetPort"]) for p in want["ports"]]
-    return pick != [(p.get("name"), p.get("port"), p.get("targetPort")) for p in have.get("ports") or []]
-
-
 def _service(
     replica: Mapping[str, Any],
     name: str,

@@ -2,7 +2,15 @@
 
 Every write is conditional on the cache disagreeing with the plan, so a reconcile of a settled replica
 makes no API call. Pod creations and deletions are covered by expectations, since the pod cache lags
-our own writes and a second pass must not create or delete again.
+our own writes and a second pass must not create or delete again. As in kube-controller-manager, every
+write of a batch is awaited (creations in slow-start batches of 1, 2, 4, ... that stop at the first
+failing batch) and each creation or deletion that did not happen lowers the expectations, so a failed
+write never leaves the replica waiting for an event that cannot come; while expectations are pending
+the key is requeued after the expectations timeout, when they count as satisfied anyway.
+
+At the default log level a replica that waits leaves a trace: a requeue after a conflict is logged
+with its key, and an Instance operation (or the replica's expectations) that has waited for a while is
+logged with what it waits on and since when, at most once per `WaitLog.every` per Instance.
 
 A live replica carries the finalizer `ome.io/ir-teardown`; a deleted one is planned down to zero
 Instances (drain, then delete) and lets go of the finalizer once no owned pod is left on a live read,
@@ -13,22 +21,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import structlog
 
 from ome.config.durations import parse_duration
+from ome.controllers import drift
 from ome.framework import errors, resources
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
-from ome.framework.expectations import ControllerExpectations
+from ome.framework.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectations
 from ome.framework.reconcile import Request, Result
 from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.omenative import instance_names as names
-from ome.omenative import instances, pod_render, podmonitor, revisions, services, status, teardown
+from ome.omenative import instances, pod_render, podmonitor, revisions, services, status, teardown, waits
 from ome.omenative.pods_view import PodView, format_time, view
 from ome.omenative.revisions import RevisionData
 from ome.omenative.settings import InferenceReplicaSettings
@@ -54,11 +63,15 @@ class InferenceReplicaReconciler:
         expectations: ControllerExpectations | None = None,
         recorder: EventRecorder | None = None,
         now: Callable[[], datetime] | None = None,
+        expectations_timeout: float = EXPECTATIONS_TIMEOUT,
+        wait_log: waits.WaitLog | None = None,
     ) -> None:
         self._client = client
         self._cache = cache
         self._settings = settings
-        self.expectations = expectations or ControllerExpectations()
+        self.expectations = expectations or ControllerExpectations(ttl=expectations_timeout)
+        self._expectations_timeout = expectations_timeout
+        self._waits = wait_log or waits.WaitLog()
         self._recorder = recorder
         self._now = now or (lambda: datetime.now(UTC).replace(microsecond=0))
         self._gang: bool | None = None
@@ -66,13 +79,28 @@ class InferenceReplicaReconciler:
         """API writes made, for tests and benchmarks (a no-op reconcile adds none)."""
 
     async def reconcile(self, req: Request) -> Result:
+        try:
+            return await self._reconcile(req)
+        except errors.Conflict as exc:
+            # Someone wrote the replica after our cache read it: retried (with backoff) from the cache.
+            log.info("Conflict writing the InferenceReplica; requeued", key=f"{req.namespace}/{req.name}",
+                     error=str(exc))
+            raise
+
+    async def _reconcile(self, req: Request) -> Result:
         key = (req.namespace, req.name)
         replica = self._cache.get_or_none(INFERENCE_REPLICAS, req.name, req.namespace)
         if replica is None:
             self.expectations.delete(key)
+            self._waits.forget(key)
             return Result()
         if not self.expectations.satisfied(key):
-            return Result()  # the pending pod events requeue this key
+            # The pending pod events requeue this key; should they never come, the expectations expire
+            # after their timeout, and this requeue finds them satisfied.
+            adds, deletes = self.expectations.pending(key)
+            wake = self._log_waits(key, {"expectations": f"{max(adds, 0)} pod creation(s) and "
+                                                         f"{max(deletes, 0)} deletion(s) to be observed"})
+            return Result(requeue_after=min(self._expectations_timeout, wake or self._expectations_timeout))
         if teardown.deleting(replica):
             return await self._teardown(replica)
         spec = replica.get("spec") or {}
@@ -92,7 +120,47 @@ class InferenceReplicaReconciler:
         await self._ensure_pod_monitor(replica, data)
         await self._prune_revisions(replica, known, plan.rows, ctx.update_revision)
         await self._write_status(replica, ctx, plan, pods, known)
-        return Result(requeue_after=plan.wake_after)
+        wake = self._log_instance_waits(key, ctx, plan, pods)
+        return Result(requeue_after=_earliest(plan.wake_after, wake))
+
+    # -- waits --------------------------------------------------------------------------------
+
+    def _log_instance_waits(
+        self, key: tuple[str, str], ctx: instances.Context, plan: instances.Plan, pods: list[PodView]
+    ) -> float | None:
+        by_index: dict[int, list[PodView]] = {}
+        for pod in pods:
+            by_index.setdefault(pod.index, []).append(pod)
+        found: dict[Hashable, str] = {}
+        ops: dict[Hashable, Obj] = {}
+        for row in plan.rows:
+            data = ctx.revisions.get(names.hash_of_revision(row.get("runningRevision") or ""))
+            reason = waits.waiting_on(row, by_index.get(int(row["index"]), []), data)
+            if reason is not None:
+                found[int(row["index"])] = reason
+                ops[int(row["index"])] = row
+        return self._log_waits(key, found, ops)
+
+    def _log_waits(
+        self, key: tuple[str, str], found: Mapping[Hashable, str], rows: Mapping[Hashable, Obj] | None = None
+    ) -> float | None:
+        """Log the waits that are due (see `waits.WaitLog`); returns when the next line is due."""
+        due, wake = self._waits.update(key, found, self._now())
+        for wait in due:
+            row = (rows or {}).get(wait.instance) or {}
+            operation = row.get("operation") or {}
+            log.info(
+                "InferenceReplica waiting",
+                key=f"{key[0]}/{key[1]}",
+                instance=wait.instance,
+                phase=row.get("phase"),
+                operation=operation.get("type"),
+                step=operation.get("step"),
+                waiting_on=wait.reason,
+                since=format_time(wait.since),
+                operation_started=operation.get("startedAt"),
+            )
+        return wake
 
     # -- teardown -----------------------------------------------------------------------------
 
@@ -141,8 +209,9 @@ class InferenceReplicaReconciler:
         plan = instances.plan(ctx, status.rows_of(replica.get("status") or {}), pods)
         await self._apply(replica, ctx, plan, known)
         await self._write_status(replica, ctx, plan, pods, known)
-        waits = [w for w in (plan.wake_after, decision.requeue_after) if w is not None]
-        return Result(requeue_after=min(waits) if waits else None)
+        key = (replica["metadata"]["namespace"], replica["metadata"]["name"])
+        wake = self._log_instance_waits(key, ctx, plan, pods)
+        return Result(requeue_after=_earliest(plan.wake_after, decision.requeue_after, wake))
 
     async def _live_pods(self, replica: Mapping[str, Any]) -> list[Obj]:
         """Owned pods on a live read: the finalizer comes off only once the apiserver has none."""
@@ -252,6 +321,8 @@ class InferenceReplicaReconciler:
     async def _apply(
         self, replica: Obj, ctx: instances.Context, plan: instances.Plan, known: Mapping[str, RevisionData]
     ) -> None:
+        """Make the plan's pod writes. Every write is attempted and awaited (creations in slow-start
+        batches), each one that did not happen lowers the expectations, then the first error is raised."""
         ns = replica["metadata"]["namespace"]
         key = (ns, replica["metadata"]["name"])
         bodies = [self._pod_bodies(replica, ctx, create, known) for create in plan.creates]
@@ -260,15 +331,53 @@ class InferenceReplicaReconciler:
         if todo or deletes:
             self.expectations.expect_creations(key, len(todo))
             self.expectations.raise_expectations(key, deletes=len(deletes))
+        failures: list[BaseException] = []
         if todo:
-            await self._ensure_pod_groups(replica, ctx, plan)
-        await asyncio.gather(*(self._create_pod(key, body) for body in todo))
-        await asyncio.gather(*(self._delete_pod(key, name, ns) for name in deletes))
-        await asyncio.gather(*(self._set_gate(ns, name, "True") for name in sorted(set(plan.open_gates))))
-        await asyncio.gather(*(self._set_gate(ns, name, "False") for name in sorted(set(plan.close_gates))))
+            try:
+                await self._ensure_pod_groups(replica, ctx, plan)
+            except Exception as exc:  # no pod is created without its PodGroup: none of them will arrive
+                self._skip_creations(key, len(todo), exc)
+                failures.append(exc)
+                todo = []
+        failures += await self._create_pods(key, todo)
+        failures += _errors(await asyncio.gather(
+            *(self._delete_pod(key, name, ns) for name in deletes), return_exceptions=True
+        ))
+        gates = [(name, "True") for name in sorted(set(plan.open_gates))]
+        gates += [(name, "False") for name in sorted(set(plan.close_gates))]
+        failures += _errors(await asyncio.gather(
+            *(self._set_gate(ns, name, value) for name, value in gates), return_exceptions=True
+        ))
         for index in plan.removed:
             if self._gang:
                 await self._delete(PODGROUPS, names.pod_group_name(ctx.base, ctx.component, index), ns)
+        if failures:
+            raise next((f for f in failures if isinstance(f, Exception)), failures[0])
+
+    async def _create_pods(self, key: tuple[str, str], bodies: list[Obj]) -> list[BaseException]:
+        """kube-controller-manager's slowStartBatch: batches of 1, 2, 4, ... pods, each awaited whole;
+        after a batch with a failure the rest are skipped (a quota or admission rule that rejects one
+        pod rejects the others too) and their expected creations lowered."""
+        batch, start = 1, 0
+        while start < len(bodies):
+            chunk = bodies[start : start + batch]
+            start += len(chunk)
+            failed = _errors(await asyncio.gather(
+                *(self._create_pod(key, body) for body in chunk), return_exceptions=True
+            ))
+            if failed:
+                self._skip_creations(key, len(bodies) - start, failed[0])
+                return failed
+            batch *= 2
+        return []
+
+    def _skip_creations(self, key: tuple[str, str], count: int, cause: BaseException) -> None:
+        if count <= 0:
+            return
+        log.info("Slow-start failure; skipping pod creations and lowering expectations",
+                 key=f"{key[0]}/{key[1]}", skipped=count, error=str(cause))
+        for _ in range(count):
+            self.expectations.creation_observed(key)
 
     def _pod_bodies(
         self,
@@ -298,7 +407,7 @@ class InferenceReplicaReconciler:
             await self._create(PODS, body, swallow_exists=False)
         except errors.AlreadyExists:
             self.expectations.creation_observed(key)  # no event will arrive for a pod we did not make
-        except Exception:
+        except BaseException:  # a cancelled create too: it may never reach the apiserver
             self.expectations.creation_observed(key)
             raise
 
@@ -308,7 +417,7 @@ class InferenceReplicaReconciler:
             self.writes += 1
         except errors.NotFound:
             self.expectations.deletion_observed(key)
-        except Exception:
+        except BaseException:
             self.expectations.deletion_observed(key)
             raise
 
@@ -364,11 +473,11 @@ class InferenceReplicaReconciler:
         for digest in sorted(live & set(known)):
             desired += services.revision_services(replica, digest, known[digest])
         existing = {s["metadata"]["name"]: s for s in self._owned(SERVICES, replica)}
-        for body in desired:
+        for body in map(drift.stamp, desired):
             current = existing.pop(body["metadata"]["name"], None)
             if current is None:
                 await self._create(SERVICES, body)
-            elif services.differs(body, current):
+            elif drift.reasons(body, current):
                 await self._client.apply(SERVICES, body, field_manager=self._settings.serving_gate_controller)
                 self.writes += 1
         for name, stale in existing.items():
@@ -382,12 +491,12 @@ class InferenceReplicaReconciler:
         another owner holds is left alone."""
         if not self._settings.pod_monitor_served:
             return
-        body = podmonitor.pod_monitor(replica, data, self._settings)
+        body = drift.stamp(podmonitor.pod_monitor(replica, data, self._settings))
         existing = {m["metadata"]["name"]: m for m in self._owned(podmonitor.POD_MONITORS, replica)}
         current = existing.get(body["metadata"]["name"])
         if current is None:
             await self._create(podmonitor.POD_MONITORS, body)
-        elif podmonitor.differs(body, current):
+        elif drift.reasons(body, current):
             await self._client.apply(
                 podmonitor.POD_MONITORS, body, field_manager=self._settings.serving_gate_controller
             )
@@ -444,8 +553,20 @@ class InferenceReplicaReconciler:
             self.writes += 1
 
 
+def _errors(results: list[Any]) -> list[BaseException]:
+    """The failures among `asyncio.gather(..., return_exceptions=True)` results."""
+    return [r for r in results if isinstance(r, BaseException)]
+
+
+def _earliest(*waits: float | None) -> float | None:
+    known = [w for w in waits if w is not None]
+    return min(known) if known else None
+
+
 def desired_replicas(replica: Mapping[str, Any]) -> int:
-    """spec.replicas; unset means 1, and a standalone replica never scales to zero."""
+    """spec.replicas; unset means 1, and no replica scales to zero: an OMENative component keeps at
+    least one Instance (the autoscaler controller then sets a projected replica's count back to its
+    minReplicas)."""
     spec = replica.get("spec") or {}
     value = spec.get("replicas")
     if value is None:

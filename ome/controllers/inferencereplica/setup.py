@@ -27,7 +27,7 @@ def add_to_manager(manager: Manager, settings: InferenceReplicaSettings) -> Cont
     revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
     recorder = EventRecorder(manager.client, settings.serving_gate_controller)
     reconciler = InferenceReplicaReconciler(manager.client, cache, settings, recorder=recorder)
-    pods.add_handler(_observe_expectations(reconciler))
+    pods.add_handler(expectation_observer(reconciler))
     controller = (
         Controller(
             "inferencereplica", reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
@@ -45,10 +45,12 @@ def add_to_manager(manager: Manager, settings: InferenceReplicaSettings) -> Cont
     return controller
 
 
-def _observe_expectations(
+def expectation_observer(
     reconciler: InferenceReplicaReconciler,
 ) -> Callable[[EventType, Obj, Obj | None], None]:
-    """Lower the expectations as our pod creations and deletions reach the cache."""
+    """Lower the expectations as our pod creations and deletions reach the cache. Pod names repeat
+    across incarnations, so an update whose uid changed (a relist that saw the old pod go and the new
+    one come) is a deletion and a creation."""
 
     def handle(event_type: EventType, obj: Obj, old: Obj | None) -> None:
         owner = next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
@@ -59,5 +61,8 @@ def _observe_expectations(
             reconciler.expectations.creation_observed(key)
         elif event_type == "DELETED":
             reconciler.expectations.deletion_observed(key)
+        elif old is not None and old["metadata"].get("uid") != obj["metadata"].get("uid"):
+            reconciler.expectations.deletion_observed(key)
+            reconciler.expectations.creation_observed(key)
 
     return handle

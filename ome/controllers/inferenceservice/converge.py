@@ -1,28 +1,35 @@
-"""Converge children with server-side apply, writing only when the desired object changed.
+"""Converge children with server-side apply, writing only when the desired object changed or drifted.
 
-Each desired object is stamped with a hash of itself (`ome.io/desired-hash`). A cached child carrying
-the same hash is up to date, so a no-op reconcile makes zero API writes. Comparing hashes rather than
-fields matters: the apiserver normalises values (quantities, defaults), so a field-by-field comparison
-against the cache can disagree forever and turn every reconcile into a write that triggers the next one.
-A removed field changes the hash too, and server-side apply then drops it.
+Each desired object is stamped with a hash of itself (`ome.io/desired-hash`). A child is re-applied
+when its hash differs (the desired object changed; a removed field changes the hash too, and
+server-side apply then drops it) or when a field OME sets no longer holds OME's value on the cached
+object: an out-of-band `kubectl edit` of the engine's image is repaired by the next reconcile
+(`ome.controllers.drift` compares the fields OME sets, normalised the way the apiserver normalises
+them, and ignores status and the fields others add). A settled child matches on both, so a no-op
+reconcile makes zero API writes, also while kube-controller-manager keeps updating its status.
+
+Should the apiserver still not hold a field as applied right after our own apply (a mutating webhook,
+a normalisation drift.py does not know), that field is not compared again for this object and hash:
+comparing it would re-apply on every reconcile. The fact is logged once.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-import orjson
 import structlog
 
+from ome.controllers import drift
 from ome.framework import resources
 from ome.framework.resources import Resource
 
 Obj = dict[str, Any]
 
 FIELD_MANAGER: Final = "ome-inferenceservice-controller"
-HASH_ANNOTATION: Final = "ome.io/desired-hash"
+HASH_ANNOTATION: Final = drift.HASH_ANNOTATION
+digest = drift.digest
+stamp = drift.stamp
 
 log = structlog.get_logger("ome.controllers.inferenceservice")
 
@@ -43,38 +50,73 @@ class Writer(Protocol):
     ) -> Obj | None: ...
 
 
-def digest(obj: Mapping[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+class Tolerated:
+    """Per child and desired hash, the fields the apiserver did not keep as applied (bounded)."""
+
+    def __init__(self, limit: int = 20000) -> None:
+        self._limit = limit
+        self._paths: dict[tuple[str, str, str], tuple[str, frozenset[drift.Path]]] = {}
+
+    def get(self, stamped: Mapping[str, Any]) -> frozenset[drift.Path]:
+        found = self._paths.get(_identity(stamped))
+        return found[1] if found is not None and found[0] == drift.desired_hash(stamped) else frozenset()
+
+    def record(self, stamped: Mapping[str, Any], applied: Mapping[str, Any]) -> None:
+        """What the apply answered: fields that still differ are the apiserver's doing, not drift."""
+        key = _identity(stamped)
+        paths = frozenset(drift.drift(stamped, applied))
+        if not paths:
+            self._paths.pop(key, None)
+            return
+        if self._paths.get(key) != (drift.desired_hash(stamped), paths):
+            log.warning("Fields not kept as applied; not compared for drift", kind=key[0], child=key[2],
+                        fields=sorted(drift.render(p) for p in paths))
+        if len(self._paths) >= self._limit:
+            self._paths.clear()  # a relearn costs one extra apply per child; the memory stays bounded
+        self._paths[key] = (drift.desired_hash(stamped), paths)
 
 
-def stamp(desired: Obj) -> Obj:
-    """`desired` with its hash annotation (computed before the annotation is added)."""
-    value = digest(desired)
-    meta = desired.setdefault("metadata", {})
-    meta.setdefault("annotations", {})[HASH_ANNOTATION] = value
-    return desired
+TOLERATED: Final = Tolerated()
+"""Process-wide: what the apiserver does to an object is a fact about it, whoever applies it."""
 
 
-def up_to_date(stamped: Mapping[str, Any], cached: Mapping[str, Any] | None) -> bool:
-    if cached is None:
-        return False
-    cached_meta = cached.get("metadata") or {}
-    if cached_meta.get("deletionTimestamp"):
-        return False
-    want = ((stamped.get("metadata") or {}).get("annotations") or {}).get(HASH_ANNOTATION)
-    return bool(want) and (cached_meta.get("annotations") or {}).get(HASH_ANNOTATION) == want
+def up_to_date(
+    stamped: Mapping[str, Any], cached: Mapping[str, Any] | None, tolerated: Tolerated = TOLERATED
+) -> bool:
+    """The cached child carries `stamped`'s hash and every field `stamped` sets holds its value."""
+    return not reasons(stamped, cached, tolerated)
+
+
+def reasons(
+    stamped: Mapping[str, Any], cached: Mapping[str, Any] | None, tolerated: Tolerated = TOLERATED
+) -> list[str]:
+    """Why `cached` needs an apply (see drift.reasons), leaving out the fields `tolerated` holds."""
+    return drift.reasons(stamped, cached, ignore=tolerated.get(stamped))
 
 
 def resource_of(obj: Mapping[str, Any]) -> Resource:
     return resources.resource_for(obj["apiVersion"], obj["kind"])
 
 
-async def converge(writer: Writer, desired: Obj, cached: Mapping[str, Any] | None) -> bool:
+async def converge(
+    writer: Writer, desired: Obj, cached: Mapping[str, Any] | None, tolerated: Tolerated = TOLERATED
+) -> bool:
     """Apply `desired` unless the cached copy already matches it; True when it wrote."""
     stamped = stamp(desired)
-    if up_to_date(stamped, cached):
+    why = reasons(stamped, cached, tolerated)
+    if not why:
         return False
     meta = stamped["metadata"]
-    log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
-    await writer.apply(resource_of(stamped), stamped, field_manager=FIELD_MANAGER, force=True)
+    if why[0] in ("created", "changed", "deleting"):
+        log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
+    else:
+        log.info("Repairing drifted child", kind=stamped["kind"], child=meta["name"], fields=why[:10])
+    applied = await writer.apply(resource_of(stamped), stamped, field_manager=FIELD_MANAGER, force=True)
+    if isinstance(applied, Mapping):
+        tolerated.record(stamped, applied)
     return True
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    return (f"{obj.get('apiVersion')}/{obj.get('kind')}", str(meta.get("namespace") or ""), str(meta["name"]))

@@ -37,6 +37,7 @@ with backoff.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
@@ -101,6 +102,11 @@ class Writer(converge.Writer, runtime_pinning.Creator, Protocol):
     pass
 
 
+_CONFIG_SNAPSHOT: ContextVar[InferenceServiceConfig | None] = ContextVar("isvc_config", default=None)
+"""The config of the reconcile running in this task: concurrent reconciles (one per worker task) each
+read their own, so a ConfigMap edit never splits one reconcile between two configs."""
+
+
 class ComponentError(RetryError):
     """A component could not be reconciled; later components were skipped."""
 
@@ -128,15 +134,27 @@ class InferenceServiceReconciler:
         self._reader = reader
         self._writer = writer
         self._recorder = recorder
-        self._config = config
+        self._startup_config = config
         self._lws_served = lws_served
         self._clock = clock
         self.revisions = runtime_pinning.Revisions(reader, config_namespace)
         self.children = CHILD_RESOURCES + ((resources.LEADER_WORKER_SETS,) if lws_served else ())
 
+    @property
+    def _config(self) -> InferenceServiceConfig:
+        """One config snapshot per reconcile: read once when the reconcile starts (see reconcile)."""
+        return _CONFIG_SNAPSHOT.get() or self._startup_config
+
     async def reconcile(self, req: Request) -> Result:
-        if self._config_source is not None:  # a ConfigMap edit applies from the next reconcile on
-            self._config = await self._config_source.current()
+        # A ConfigMap edit applies from the next reconcile on; this one renders and reports with one.
+        config = await self._config_source.current() if self._config_source is not None else None
+        token = _CONFIG_SNAPSHOT.set(config or self._startup_config)
+        try:
+            return await self._reconcile(req)
+        finally:
+            _CONFIG_SNAPSHOT.reset(token)
+
+    async def _reconcile(self, req: Request) -> Result:
         isvc = self._reader.get_or_none(resources.INFERENCE_SERVICES, req.name, req.namespace)
         if isvc is None or (isvc.get("metadata") or {}).get("deletionTimestamp"):
             return Result()

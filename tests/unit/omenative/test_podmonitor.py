@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from ome.controllers import drift
 from ome.omenative import podmonitor, revisions
 from ome.omenative.settings import InferenceReplicaSettings
 from tests.unit.omenative.builders import replica, template
@@ -50,6 +51,6 @@ def test_drift_only_in_what_we_own() -> None:
         **pm["spec"],
         "podMetricsEndpoints": [{**pm["spec"]["podMetricsEndpoints"][0], "interval": "30s"}],
     }
-    assert not podmonitor.differs(pm, seen)
+    assert not drift.drifted(pm, seen)  # the controller's one drift check (ome/controllers/drift.py)
     seen["spec"]["podMetricsEndpoints"] = [{"port": "other", "path": "/metrics"}]
-    assert podmonitor.differs(pm, seen)
+    assert drift.drifted(pm, seen)

@@ -2,12 +2,16 @@
 
 Writes land in the store at once (the cache never lags unless a test says so), each counted in
 `writes`. Deletes honour finalizers; merge patches honour a metadata.resourceVersion precondition.
+`listeners` get the informer's events (ADDED on a create, DELETED once an object is gone), at once or,
+with `deliver_later`, only when the test calls `deliver()`. `fail` makes chosen writes raise, after
+`yields` trips through the event loop (a real create is in flight that long).
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ome.framework import errors
@@ -35,6 +39,15 @@ class FakeApi:
         self.hidden: set[tuple[str, str, str]] = set()
         """Objects the apiserver has but the cache does not show yet."""
         self.served = set(served)
+        self.listeners: list[Callable[[Any, Obj, Obj | None], None]] = []
+        self.deliver_later = False
+        self.pending_events: list[tuple[str, Obj]] = []
+        self.fail: dict[tuple[str, str], Exception] = {}
+        """(verb, name) -> the error that write raises."""
+        self.yields: dict[str, int] = {}
+        """name -> event-loop trips its create, delete or status update takes before it answers."""
+        self.attempts: list[tuple[str, str]] = []
+        """Every create, delete and status update asked for, answered or not."""
         self._rv = 100
         self._uid = 0
 
@@ -59,6 +72,26 @@ class FakeApi:
 
     def writes_of(self, verb: str) -> list[tuple[str, str, str]]:
         return [w for w in self.writes if w[0] == verb]
+
+    def deliver(self) -> None:
+        """The informer catches up: every held event reaches the listeners."""
+        events, self.pending_events = self.pending_events, []
+        for event_type, obj in events:
+            for listener in self.listeners:
+                listener(event_type, obj, None)
+
+    def _event(self, event_type: str, obj: Obj) -> None:
+        self.pending_events.append((event_type, copy.deepcopy(obj)))
+        if not self.deliver_later:
+            self.deliver()
+
+    async def _in_flight(self, verb: str, name: str) -> None:
+        self.attempts.append((verb, name))
+        for _ in range(self.yields.get(name, 0)):
+            await asyncio.sleep(0)
+        error = self.fail.get((verb, name))
+        if error is not None:
+            raise error
 
     # -- cache ----------------------------------------------------------------------------------
 
@@ -95,11 +128,14 @@ class FakeApi:
 
     async def create(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj:
         meta = obj["metadata"]
+        await self._in_flight("create", meta["name"])
         key = self._key(res, meta["name"], namespace or meta.get("namespace"))
         if key in self.objects:
             raise errors.AlreadyExists(409, "AlreadyExists", f"{meta['name']} exists")
         self.writes.append(("create", res.kind, meta["name"]))
-        return self.put(res, obj)
+        created = self.put(res, obj)
+        self._event("ADDED", created)
+        return created
 
     async def apply(self, res: Resource, obj: Obj, *, field_manager: str, force: bool = True) -> Obj:
         meta = obj["metadata"]
@@ -113,6 +149,7 @@ class FakeApi:
 
     async def update_status(self, res: Resource, obj: Obj) -> Obj:
         meta = obj["metadata"]
+        await self._in_flight("update_status", meta["name"])
         current = self._existing(res, meta["name"], meta.get("namespace"))
         if meta.get("resourceVersion") != current["metadata"]["resourceVersion"]:
             raise errors.Conflict(409, "Conflict", "stale resourceVersion")
@@ -148,19 +185,23 @@ class FakeApi:
         return current
 
     async def delete(self, res: Resource, name: str, namespace: str | None = None) -> None:
+        await self._in_flight("delete", name)
         current = self._existing(res, name, namespace)
         self.writes.append(("delete", res.kind, name))
         if current["metadata"].get("finalizers"):
             current["metadata"]["deletionTimestamp"] = NOW
         else:
             del self.objects[self._key(res, name, namespace)]
+            self._event("DELETED", current)
 
     # -- helpers --------------------------------------------------------------------------------
 
     def _gc(self, res: Resource, obj: Obj) -> None:
         meta = obj["metadata"]
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            self.objects.pop(self._key(res, meta["name"], meta.get("namespace")), None)
+            gone = self.objects.pop(self._key(res, meta["name"], meta.get("namespace")), None)
+            if gone is not None:
+                self._event("DELETED", gone)
 
     def _existing(self, res: Resource, name: str, namespace: str | None) -> Obj:
         obj = self.objects.get(self._key(res, name, namespace))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS
 from ome.omenative import instance_names as names
 from ome.omenative import revisions
-from tests.unit.controllers.inferencereplica.test_teardown import World
+from tests.unit.controllers.inferencereplica.world import World
 from tests.unit.omenative.builders import replica
 
 

@@ -2,93 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
-from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
-from ome.framework.reconcile import Request, Result
-from ome.framework.resources import INFERENCE_REPLICAS, PODS
-from ome.omenative import instance_names as names
+from ome.framework.reconcile import Result
+from ome.framework.resources import INFERENCE_REPLICAS
 from ome.omenative import teardown
 from ome.omenative.pods_view import format_time
-from ome.omenative.settings import InferenceReplicaSettings
-from tests.unit.controllers.inferencereplica.fakes import FakeApi, FakeClient, FakeRecorder
+from tests.unit.controllers.inferencereplica.world import START, World
 from tests.unit.omenative.builders import replica as replica_body
-
-Obj = dict[str, Any]
-START = datetime(2026, 1, 1, 0, 0, tzinfo=UTC)
-REQ = Request("ns", "chat-engine")
-
-
-class NoExpectations:
-    """The fake cache never lags our own writes, so nothing is ever pending."""
-
-    def expect_creations(self, key: Hashable, count: int) -> None: ...
-    def raise_expectations(self, key: Hashable, *, adds: int = 0, deletes: int = 0) -> None: ...
-    def creation_observed(self, key: Hashable) -> None: ...
-    def deletion_observed(self, key: Hashable) -> None: ...
-    def delete(self, key: Hashable) -> None: ...
-    def satisfied(self, key: Hashable) -> bool:
-        return True
-
-
-class World:
-    def __init__(self, **settings: Any) -> None:
-        self.api = FakeApi()
-        self.client = FakeClient(self.api)
-        self.recorder = FakeRecorder()
-        self.now = START
-        self.reconciler = InferenceReplicaReconciler(
-            self.client,  # type: ignore[arg-type]
-            self.api,  # type: ignore[arg-type]
-            InferenceReplicaSettings(**settings),
-            expectations=NoExpectations(),  # type: ignore[arg-type]
-            recorder=self.recorder,  # type: ignore[arg-type]
-            now=lambda: self.now,
-        )
-
-    async def reconcile(self) -> Result:
-        return await self.reconciler.reconcile(REQ)
-
-    def replica(self) -> Obj | None:
-        return self.api.get(INFERENCE_REPLICAS, "chat-engine")
-
-    def pods(self) -> dict[str, Obj]:
-        return {p["metadata"]["name"]: p for p in self.api.of(PODS)}
-
-    def kubelet(self) -> None:
-        """What kwok does: pods run at once, and Ready follows the serving gate."""
-        for pod in self.api.of(PODS):
-            status = pod.setdefault("status", {})
-            status.update(phase="Running", podIP="10.0.0.1")
-            conds = {c["type"]: c for c in status.get("conditions") or []}
-            gate = (conds.get(names.SERVING_GATE) or {}).get("status")
-            ready = "True" if gate == "True" and not pod["metadata"].get("deletionTimestamp") else "False"
-            stamp = format_time(self.now)
-            conds["ContainersReady"] = {
-                "type": "ContainersReady",
-                "status": "True",
-                "lastTransitionTime": stamp,
-            }
-            if (conds.get("Ready") or {}).get("status") != ready:
-                conds["Ready"] = {"type": "Ready", "status": ready, "lastTransitionTime": stamp}
-            status["conditions"] = list(conds.values())
-
-    async def settle(self, rounds: int = 6) -> None:
-        for _ in range(rounds):
-            await self.reconcile()
-            self.kubelet()
-
-    async def serving(self, replicas: int = 1) -> None:
-        self.api.put(INFERENCE_REPLICAS, replica_body(replicas=replicas))
-        await self.settle()
-        rows = (self.replica() or {})["status"]["instanceStatuses"]
-        assert [r["phase"] for r in rows] == ["Ready"] * replicas
-
-    async def delete_replica(self) -> None:
-        await self.api.delete(INFERENCE_REPLICAS, "chat-engine", "ns")
-        self.api.writes.clear()
 
 
 async def test_live_replica_gets_the_finalizer_once() -> None:

@@ -80,6 +80,8 @@ class FakeWorld:
             current = copy.deepcopy(obj)
             old = self.objects.get(key)
             current["metadata"]["uid"] = (old or {}).get("metadata", {}).get("uid") or f"uid-{meta['name']}"
+            if old is not None and "status" in old:  # an apply of the object leaves its status alone
+                current["status"] = old["status"]
         current["metadata"]["resourceVersion"] = str(self._rv)
         self.objects[key] = current
         return current

@@ -246,8 +246,9 @@ async def test_omenative_component_mirrors_its_replica(world: FakeWorld, recorde
 
     irep = world.get_or_none(r.INFERENCE_REPLICAS, "llama-engine", "demo")
     assert irep is not None
-    irep["spec"]["replicas"] = 4
-    irep["spec"]["lifecycle"] = {"updateStrategy": {"rollingUpdate": {"maxUnavailable": 1}}}
+    irep["spec"]["replicas"] = 4  # the autoscaler's (OME does not set replicas under an HPA)
+    # A field OME does not set: left alone (a field OME sets would be put back as drift).
+    irep["spec"]["lifecycle"]["updateStrategy"].setdefault("rollingUpdate", {})["maxUnavailable"] = 1
     irep["status"] = {
         "replicas": 4,
         "readyReplicas": 3,

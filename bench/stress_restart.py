@@ -1,0 +1,229 @@
+"""The multi-pod restart scenario, repeated: how often does an Instance stall after a conflict?
+
+Each run, in a fresh namespace on the local control plane (kwok nodes): an InferenceReplica of two
+leader + 2 worker Instances reaches Ready; then, while another writer keeps changing the replica's
+metadata (as the InferenceService controller's applies do, so the controller's status writes meet
+409 conflicts), a worker of Instance 0 and the leader of Instance 1 are deleted. Both Instances must
+restart whole (incarnation 2) and the replica be Ready again; then it scales 2 -> 1 and is deleted
+(teardown). A stage that makes no progress within --stall seconds fails the run, and the stuck
+Instance rows are printed.
+
+Prints one line per run and `stress_restart: P/N runs passed`; exits 1 when a run stalled.
+
+Usage: stress_restart.py [--runs 20] [--kubeconfig PATH] [--stall 90] [--log FILE]
+Without --kubeconfig it starts its own local cluster (ome-dev's) in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from ome.controllers.inferencereplica import add_to_manager
+from ome.devcluster.cluster import Cluster
+from ome.devcluster.crds import install_crds
+from ome.framework import errors
+from ome.framework.client import Client
+from ome.framework.log_setup import configure_logging
+from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.resources import INFERENCE_REPLICAS, NAMESPACES, PODS, SERVICE_ACCOUNTS
+from ome.omenative import status as ir_status
+from ome.omenative.settings import InferenceReplicaSettings
+
+Obj = dict[str, Any]
+NAME = "stress-engine"
+TEMPLATE: Obj = {
+    "spec": {
+        "containers": [{"name": "ome-container", "image": "stress:1"}],
+        "tolerations": [{"operator": "Exists"}],
+    }
+}
+
+
+class Stalled(Exception):
+    pass
+
+
+def replica() -> Obj:
+    runners = [
+        {"name": "leader", "size": 1, "template": TEMPLATE},
+        {"name": "worker", "size": 2, "template": TEMPLATE},
+    ]
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceReplica",
+        "metadata": {"name": NAME},
+        "spec": {"component": "engine", "parentRef": {"name": "stress"}, "replicas": 2, "runners": runners},
+    }
+
+
+def rows(obj: Obj) -> list[Obj]:
+    return ir_status.rows_of(obj.get("status") or {})
+
+
+def summary(obj: Obj | None) -> str:
+    if obj is None:
+        return "replica gone"
+    out = []
+    for row in rows(obj):
+        op = row.get("operation") or {}
+        out.append(
+            f"#{row['index']} inc={row.get('incarnation')} {row.get('phase')} "
+            f"{op.get('type', '-')}/{op.get('step', '-')} pods={row.get('podCount', 0)}"
+        )
+    return "; ".join(out) or "no rows"
+
+
+async def until(
+    what: str, check: Callable[[], Awaitable[bool]], stall: float, show: Callable[[], Awaitable[str]]
+) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < stall:
+        if await check():
+            return time.monotonic() - started
+        await asyncio.sleep(0.25)
+    raise Stalled(f"{what}: no progress in {stall:.0f}s ({await show()})")
+
+
+async def one_run(client: Client, run: int, stall: float) -> str:
+    ns = f"stress-{run}-{uuid.uuid4().hex[:6]}"
+    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        return await _scenario(client, ns, stall)
+    finally:
+        with contextlib.suppress(errors.ApiError):
+            await client.delete(NAMESPACES, ns)
+
+
+async def _scenario(client: Client, ns: str, stall: float) -> str:
+    async def get() -> Obj | None:
+        try:
+            return await client.get(INFERENCE_REPLICAS, NAME, ns)
+        except errors.NotFound:
+            return None
+
+    async def show() -> str:
+        return summary(await get())
+
+    async def ready(count: int, incarnations: dict[int, int] | None = None) -> bool:
+        obj = await get()
+        if obj is None:
+            return False
+        conditions = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+        got = rows(obj)
+        if (conditions.get("Ready") or {}).get("reason") != "AllInstancesReady" or len(got) != count:
+            return False
+        by_index = {int(r["index"]): r for r in got}
+        return all(by_index.get(i, {}).get("incarnation") == inc for i, inc in (incarnations or {}).items())
+
+    async def account() -> bool:
+        with contextlib.suppress(errors.NotFound):
+            await client.get(SERVICE_ACCOUNTS, "default", ns)
+            return True
+        return False
+
+    await until("default ServiceAccount", account, stall, show)
+    await client.create(INFERENCE_REPLICAS, replica(), ns)
+    t_ready = await until("first Ready", lambda: ready(2), stall, show)
+
+    stop = asyncio.Event()
+
+    async def meddle() -> None:
+        """Another writer changing the replica: the controller's next status write meets a 409."""
+        n = 0
+        while not stop.is_set():
+            n += 1
+            with contextlib.suppress(errors.ApiError):
+                await client.patch(
+                    INFERENCE_REPLICAS, NAME, {"metadata": {"annotations": {"stress/touch": str(n)}}}, ns
+                )
+            await asyncio.sleep(0.05)
+
+    meddler = asyncio.create_task(meddle())
+    try:
+        await client.delete(PODS, f"{NAME}-0-worker-0", ns, grace_period_seconds=0)
+        await client.delete(PODS, f"{NAME}-1-leader-0", ns, grace_period_seconds=0)
+        t_restart = await until("restart", lambda: ready(2, {0: 2, 1: 2}), stall, show)
+        await client.update_scale(INFERENCE_REPLICAS, NAME, ns, 1)
+        t_scale = await until("scale 2 -> 1", lambda: ready(1), stall, show)
+    finally:
+        stop.set()
+        await meddler
+    await client.delete(INFERENCE_REPLICAS, NAME, ns)
+
+    async def gone() -> bool:
+        return await get() is None
+
+    t_gone = await until("teardown", gone, stall, show)
+    return f"ready {t_ready:.1f}s, restart {t_restart:.1f}s, scale {t_scale:.1f}s, teardown {t_gone:.1f}s"
+
+
+async def stress(kubeconfig: Path, runs: int, stall: float) -> int:
+    client = await Client.from_kubeconfig(str(kubeconfig))
+    await install_crds(client)
+    manager = Manager(
+        client,
+        ManagerOptions(
+            metrics_bind_address="0", health_probe_bind_address="0", install_signal_handlers=False
+        ),
+    )
+    add_to_manager(manager, InferenceReplicaSettings(status_encoding="ColumnarV2"))
+    task = asyncio.create_task(manager.run())
+    passed = 0
+    try:
+        for run in range(1, runs + 1):
+            started = time.monotonic()
+            try:
+                detail = await one_run(client, run, stall)
+            except Stalled as exc:
+                print(f"run {run:2d}: STALLED after {time.monotonic() - started:.1f}s: {exc}", flush=True)
+                continue
+            passed += 1
+            print(f"run {run:2d}: ok in {time.monotonic() - started:.1f}s ({detail})", flush=True)
+    finally:
+        manager.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 30)
+        await client.close()
+    print(f"stress_restart: {passed}/{runs} runs passed")
+    return passed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20, help="scenario repetitions (default 20)")
+    parser.add_argument("--kubeconfig", type=Path, help="an existing local cluster (default: start one)")
+    parser.add_argument("--stall", type=float, default=90.0, help="seconds without progress that fail a run")
+    parser.add_argument("--log", type=Path, help="write the controller's info log here (default: discard)")
+    args = parser.parse_args()
+    configure_logging("json", "info")
+    if args.log is not None:  # the same JSON lines, into a file instead of stderr
+        handler = logging.getLogger().handlers[0]
+        assert isinstance(handler, logging.StreamHandler)
+        handler.setStream(args.log.open("a"))
+    else:
+        logging.disable(logging.CRITICAL)
+    if args.kubeconfig is not None:
+        passed = asyncio.run(stress(args.kubeconfig, args.runs, args.stall))
+        return 0 if passed == args.runs else 1
+    with tempfile.TemporaryDirectory(prefix="ome-stress-") as state:
+        cluster = Cluster(Path(state))
+        cluster.up(log=lambda message: print(message, flush=True))
+        try:
+            passed = asyncio.run(stress(cluster.kubeconfig, args.runs, args.stall))
+        finally:
+            cluster.down(quiet=True)
+    return 0 if passed == args.runs else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Pod writes and the real expectations: a failed create never strands a replica, and one that waits
+is requeued and leaves a log line."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from structlog.testing import capture_logs
+
+from ome.framework import errors
+from ome.framework.expectations import EXPECTATIONS_TIMEOUT
+from ome.framework.resources import INFERENCE_REPLICAS, SERVICES
+from ome.omenative import instance_names as names
+from tests.unit.controllers.inferencereplica.world import START, World
+from tests.unit.omenative.builders import replica as replica_body
+
+KEY = ("ns", "chat-engine")
+LEADER, WORKER_0, WORKER_1 = "chat-engine-0-leader-0", "chat-engine-0-worker-0", "chat-engine-0-worker-1"
+
+
+def quota() -> errors.Forbidden:
+    return errors.Forbidden(403, "Forbidden", 'pods is forbidden: exceeded quota: "gpus"')
+
+
+async def gang_world() -> World:
+    """A leader + 2 workers Instance whose finalizer and revision exist: the next pass creates pods."""
+    world = World()
+    world.api.put(INFERENCE_REPLICAS, replica_body(workers=2))
+    world.api.fail.update({("create", name): quota() for name in (LEADER, WORKER_0, WORKER_1)})
+    with pytest.raises(errors.Forbidden):
+        await world.reconcile()
+    world.api.fail.clear()
+    world.api.attempts.clear()
+    return world
+
+
+async def test_creates_go_in_slow_start_batches_that_stop_at_the_first_failure() -> None:
+    world = World()
+    world.api.put(INFERENCE_REPLICAS, replica_body(workers=2))
+    # Every pod is rejected, the later ones only after a while (their requests are still in flight).
+    world.api.fail.update({("create", name): quota() for name in (LEADER, WORKER_0, WORKER_1)})
+    world.api.yields.update({WORKER_0: 3, WORKER_1: 5})
+    with pytest.raises(errors.Forbidden):
+        await world.reconcile()
+    # One pod tried (a batch of 1), the other two skipped; every expected creation was lowered.
+    assert [a for a in world.api.attempts if a[1].startswith("chat-engine-0-")] == [("create", LEADER)]
+    assert world.expectations.satisfied(KEY) and world.expectations.pending(KEY) == (0, 0)
+
+    world.api.fail.clear()  # the quota is raised: the retry creates the whole Instance
+    await world.reconcile()
+    assert sorted(world.pods()) == [LEADER, WORKER_0, WORKER_1]
+    assert world.expectations.satisfied(KEY)
+
+
+async def test_a_failed_sibling_does_not_strand_the_creates_still_in_flight() -> None:
+    world = await gang_world()
+    # Batch 1 (leader) succeeds; in batch 2 worker-0 fails at once while worker-1 is still in flight.
+    world.api.fail[("create", WORKER_0)] = quota()
+    world.api.yields[WORKER_1] = 5
+    with pytest.raises(errors.Forbidden):
+        await world.reconcile()
+    # The whole batch was awaited: worker-1 exists and was observed, worker-0's failure lowered.
+    assert sorted(world.pods()) == [LEADER, WORKER_1]
+    assert world.expectations.pending(KEY) == (0, 0)
+
+    world.api.fail.clear()
+    result = await world.reconcile()  # not held back by expectations: the missing worker is created
+    assert sorted(world.pods()) == [LEADER, WORKER_0, WORKER_1]
+    assert result.requeue_after is not None
+
+
+async def test_a_replica_whose_pod_events_are_late_is_requeued_not_dropped() -> None:
+    world = World()
+    world.api.put(INFERENCE_REPLICAS, replica_body(workers=2))
+    world.api.deliver_later = True  # the pod informer lags our creates
+    await world.reconcile()
+    assert [w[2] for w in world.api.writes_of("create") if w[1] == "Pod"] == [LEADER, WORKER_0, WORKER_1]
+    assert world.expectations.pending(KEY) == (3, 0)
+
+    writes = len(world.api.writes)
+    result = await world.reconcile()
+    assert len(world.api.writes) == writes  # nothing written while the cache cannot be trusted
+    assert result.requeue_after is not None and 0 < result.requeue_after <= EXPECTATIONS_TIMEOUT
+
+    # The events are lost for good: once the expectations time out the requeued pass goes on.
+    world.api.pending_events.clear()
+    world.clock.now += EXPECTATIONS_TIMEOUT + 1
+    world.kubelet()
+    await world.reconcile()
+    assert world.expectations.satisfied(KEY)
+    assert len([w for w in world.api.writes_of("create") if w[1] == "Pod"]) == 3  # no duplicate
+    assert world.api.writes_of("patch/status")  # the pass ran: the serving gates opened
+
+
+async def test_a_failed_delete_lowers_its_expectation_and_the_other_deletes_still_happen() -> None:
+    world = World()
+    await world.serving(replicas=3)
+    body = world.replica() or {}
+    body["spec"]["replicas"] = 1
+    await world.reconcile()  # Instances 1 and 2 drain
+    world.kubelet()
+    world.api.fail[("delete", "chat-engine-1-default-0")] = errors.ServerError(500, "InternalError", "etcd")
+    world.api.yields["chat-engine-2-default-0"] = 3
+    with pytest.raises(errors.ServerError):
+        await world.reconcile()
+    assert "chat-engine-2-default-0" not in world.pods()
+    assert world.expectations.satisfied(KEY)
+    world.api.fail.clear()
+    await world.reconcile()
+    assert sorted(world.pods()) == ["chat-engine-0-default-0"]
+
+
+async def test_a_conflict_is_logged_at_info_with_its_key() -> None:
+    world = World()
+    await world.serving()
+    (world.replica() or {})["spec"]["replicas"] = 2
+    # Someone wrote the replica after the cache read it: the status write meets a 409.
+    world.api.fail[("update_status", "chat-engine")] = errors.Conflict(409, "Conflict", "modified")
+    with capture_logs() as logs, pytest.raises(errors.Conflict):
+        await world.reconcile()
+    conflicts = [e for e in logs if e["log_level"] == "info" and "Conflict" in e["event"]]
+    assert conflicts and conflicts[0]["key"] == "ns/chat-engine"
+
+
+async def test_an_instance_that_waits_is_logged_once_it_lasted_then_rate_limited() -> None:
+    world = World()
+    world.api.put(INFERENCE_REPLICAS, replica_body())
+    with capture_logs() as logs:
+        first = await world.reconcile()  # the pod is created; no kubelet: it never runs
+        await world.reconcile()
+    assert not [e for e in logs if e["event"] == "InferenceReplica waiting"]  # a short wait is normal
+    assert first.requeue_after is not None and first.requeue_after <= 10.0  # the line is due then
+
+    world.now = START + timedelta(seconds=11)
+    with capture_logs() as logs:
+        result = await world.reconcile()
+        world.now = START + timedelta(seconds=60)
+        await world.reconcile()  # rate-limited: no second line for the same wait
+    waits = [e for e in logs if e["event"] == "InferenceReplica waiting"]
+    assert len(waits) == 1
+    line = waits[0]
+    assert line["log_level"] == "info" and line["key"] == "ns/chat-engine" and line["instance"] == 0
+    assert (line["phase"], line["operation"], line["step"]) == ("Creating", "Create", "CreatePods")
+    assert line["waiting_on"] == "pods to run: chat-engine-0-default-0"
+    assert line["since"] == "2026-01-01T00:00:00Z"
+    assert result.requeue_after is not None
+
+
+async def test_a_pod_recreated_under_its_name_counts_as_a_deletion_and_a_creation() -> None:
+    """A relist that saw the old incarnation's pod go and the new one come reports one update."""
+    world = World()
+    world.expectations.expect_deletions(KEY, 1)
+    world.expectations.raise_expectations(KEY, adds=1)
+    owner = [{"controller": True, "kind": "InferenceReplica", "name": "chat-engine", "uid": "u-1"}]
+    old = {"metadata": {"name": "p", "namespace": "ns", "uid": "a", "ownerReferences": owner,
+                        "labels": {names.INCARNATION_LABEL: "1"}}}
+    new = {"metadata": {**old["metadata"], "uid": "b", "labels": {names.INCARNATION_LABEL: "2"}}}
+    for listener in world.api.listeners:
+        listener("MODIFIED", new, old)
+    assert world.expectations.satisfied(KEY)
+
+
+async def test_an_edited_service_of_the_replica_is_put_back_and_a_settled_one_is_left_alone() -> None:
+    world = World()
+    await world.serving()
+    headless = world.api.get(SERVICES, "chat-engine-headless")
+    assert headless is not None
+    world.api.writes.clear()
+    await world.reconcile()
+    assert world.api.writes == []
+    headless["metadata"]["labels"].clear()  # an out-of-band edit of labels the controller sets
+    headless["spec"]["ports"][0]["protocol"] = "TCP"  # a default the apiserver adds: not drift
+    await world.reconcile()
+    assert world.api.writes == [("apply", "Service", "chat-engine-headless")]
+    assert (world.api.get(SERVICES, "chat-engine-headless") or {})["metadata"]["labels"]

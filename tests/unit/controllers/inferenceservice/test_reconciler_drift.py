@@ -1,0 +1,167 @@
+"""Out-of-band edits of children are repaired; status and defaults others write are not; and one
+reconcile renders and reports with one config."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.inferenceservice import converge, status
+from ome.framework import resources as r
+from ome.framework.reconcile import Request
+from ome.resolution import workloads as workloads_module
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
+from tests.unit.controllers.inferenceservice.test_reconciler import resolvers  # noqa: F401 - fixture
+from tests.unit.resolution import builders
+
+Obj = dict[str, Any]
+REQ = Request("demo", "llama")
+
+
+def engine(world: FakeWorld) -> Obj:
+    dep = world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo")
+    assert dep is not None
+    return dep
+
+
+def container(dep: Obj) -> Obj:
+    found: Obj = dep["spec"]["template"]["spec"]["containers"][0]
+    return found
+
+
+async def settled() -> tuple[FakeWorld, Any]:
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    reconciler = make_reconciler(world, FakeRecorder())
+    await reconciler.reconcile(REQ)
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.writes == []
+    return world, reconciler
+
+
+async def test_an_edited_engine_image_is_put_back_by_the_next_reconcile() -> None:
+    world, reconciler = await settled()
+    image = container(engine(world))["image"]
+    container(engine(world))["image"] = "someone/else:latest"  # kubectl edit: the hash annotation stays
+    await reconciler.reconcile(REQ)
+    assert world.writes == [("apply", "Deployment", "llama-engine")]
+    assert container(engine(world))["image"] == image
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.writes == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "edit"),
+    [
+        (r.SERVICES, "llama-engine", lambda o: o["spec"].update(selector={"app": "other"})),
+        (r.SERVICES, "llama", lambda o: o["metadata"]["labels"].clear()),
+        (r.DEPLOYMENTS, "llama-engine", lambda o: o["spec"]["template"]["spec"].update(containers=[])),
+    ],
+)
+async def test_every_child_is_repaired(kind: r.Resource, name: str, edit: Any) -> None:
+    world, reconciler = await settled()
+    child = world.get_or_none(kind, name, "demo")
+    assert child is not None
+    edit(child)
+    await reconciler.reconcile(REQ)
+    assert world.writes == [("apply", kind.kind, name)]
+
+
+async def test_status_and_defaults_from_kube_controller_manager_make_no_write() -> None:
+    world, reconciler = await settled()
+    for _ in range(3):  # KCM keeps updating status while the reconciles go on
+        dep = engine(world)
+        dep["status"] = {"replicas": 1, "updatedReplicas": 1, "observedGeneration": 2}
+        dep["spec"].update(revisionHistoryLimit=10, progressDeadlineSeconds=600)
+        dep["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "2"
+        container(dep).update(imagePullPolicy="IfNotPresent", terminationMessagePolicy="File")
+        await reconciler.reconcile(REQ)
+    assert world.writes == []
+
+
+async def test_a_field_the_apiserver_does_not_keep_is_not_reapplied_forever() -> None:
+    world, reconciler = await settled()
+
+    class Mutating:
+        """An apply answered by a mutating webhook that pins images by digest."""
+
+        def __init__(self) -> None:
+            self.applies = 0
+
+        async def apply(self, res: r.Resource, obj: Obj, **kwargs: Any) -> Obj:
+            self.applies += 1
+            stored = await world.apply(res, obj, **kwargs)
+            if obj["kind"] == "Deployment":
+                container(stored)["image"] += "@sha256:0"
+            return stored
+
+        async def delete(self, *args: Any, **kwargs: Any) -> None:
+            await world.delete(*args, **kwargs)
+
+    writer = Mutating()
+    reconciler._writer = writer  # noqa: SLF001
+    container(engine(world))["image"] = "edited:1"
+    for _ in range(3):
+        await reconciler.reconcile(REQ)
+    assert writer.applies == 1
+
+
+async def test_one_reconcile_renders_and_reports_with_one_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ConfigMap edit between two concurrent reconciles never splits one of them between configs."""
+    first, second = InferenceServiceConfig(), InferenceServiceConfig()
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc("a"))
+    world.put(r.INFERENCE_SERVICES, builders.isvc("b"))
+    used: dict[str, list[int]] = {"a": [], "b": []}
+
+    def spy(fn: Any, position: int) -> Any:
+        def wrapper(isvc: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
+            config = args[position]
+            used[isvc["metadata"]["name"]].append(1 if config is first else 2)
+            return fn(isvc, *args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(workloads_module, "render_component", spy(workloads_module.render_component, 1))
+    monkeypatch.setattr(status, "compute", spy(status.compute, 1))
+
+    class Source:
+        def __init__(self) -> None:
+            self.configs = [first, second]
+
+        async def current(self) -> InferenceServiceConfig:
+            return self.configs.pop(0) if len(self.configs) > 1 else self.configs[0]
+
+    gate = asyncio.Event()
+
+    class HeldWriter:
+        async def apply(self, res: r.Resource, obj: Obj, **kwargs: Any) -> Obj:
+            if obj["metadata"]["name"].startswith("a") and not gate.is_set():
+                await gate.wait()  # a's first write is slow: b's reconcile runs meanwhile
+            return await world.apply(res, obj, **kwargs)
+
+        async def delete(self, *args: Any, **kwargs: Any) -> None:
+            await world.delete(*args, **kwargs)
+
+    reconciler = make_reconciler(world, FakeRecorder(), writer=HeldWriter(), config_source=Source())
+    a = asyncio.create_task(reconciler.reconcile(Request("demo", "a")))
+    await asyncio.sleep(0)
+    await reconciler.reconcile(Request("demo", "b"))  # reads the edited config
+    gate.set()
+    await a
+    assert used["a"] and set(used["a"]) == {1}
+    assert used["b"] and set(used["b"]) == {2}
+
+
+def test_converge_reports_why() -> None:
+    desired = converge.stamp({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                              "spec": {"selector": {"app": "x"}}})
+    assert converge.reasons(desired, None) == ["created"]
+    cached = {**desired, "spec": {"selector": {"app": "y"}, "clusterIP": "10.0.0.1"}}
+    assert converge.reasons(desired, cached) == ["spec.selector.app"]
