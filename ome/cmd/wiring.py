@@ -102,8 +102,10 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
 
 
 def add_webhooks(server: WebhookServer, manager: Manager, settings: Settings) -> None:
-    from ome.webhooks import registry  # noqa: PLC0415
+    from ome.webhooks import autoscaler_admission, registry  # noqa: PLC0415
 
+    # References to an AutoscalerPolicy are admitted only when the feature was found on at startup.
+    autoscaler_admission.POLICY_GATE.enabled = settings.autoscaler.policy_enabled
     registry.register_webhooks(server, manager.cache)
 
 

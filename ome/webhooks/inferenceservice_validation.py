@@ -18,8 +18,8 @@ from typing import Any, Final
 
 from ome.resolution import models, modes, runtimes
 from ome.resolution import runtime_revisions as rr
+from ome.webhooks import autoscaler_admission, replica_refs
 from ome.webhooks import inferenceservice_rollout as rollout
-from ome.webhooks import replica_refs
 from ome.webhooks.handler import CREATE, UPDATE, AdmissionRequest, Outcome
 from ome.webhooks.loose import as_dict, declared_components, dig, is_int, text
 
@@ -44,6 +44,8 @@ def validate(request: AdmissionRequest, reader: Reader) -> Outcome:
     if (error := _replica_refs_error(request, reader, spec, old_spec)) is not None:
         return Outcome.deny(error)
     if (error := spec_error(request.name, spec)) is not None:
+        return Outcome.deny(error)
+    if (error := autoscaler_admission.isvc_error(request.obj)) is not None:
         return Outcome.deny(error)
     warnings = deployment_strategy_warnings(spec)
     if (error := references_error(spec)) is not None:

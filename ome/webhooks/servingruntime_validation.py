@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from ome.framework import resources
 from ome.resolution import runtimes
+from ome.webhooks import autoscaler_admission
 from ome.webhooks.handler import AdmissionRequest, Outcome
 from ome.webhooks.loose import as_dict, as_list, dig, text
 
@@ -35,6 +36,7 @@ def validate(request: AdmissionRequest, reader: runtimes.Reader) -> Outcome:
         unknown_accelerators_error(reader, spec),
         priority_conflict_error(request.kind, request.name, spec),
         priority_clash_error(reader, request),
+        autoscaler_admission.runtime_error(spec),
     ):
         if error is not None:
             return Outcome.deny(error)
