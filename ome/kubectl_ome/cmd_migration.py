@@ -131,7 +131,7 @@ def status_rows(recs: Sequence[tuple[str, Obj, str]]) -> list[list[str]]:
         cls = "Terminal" if phase in TERMINAL else "Active"
         message = f"MSG: {rec.get('message')}" if rec.get("message") else "-"
         rows.append(
-            [f"{str(rec.get('requestUUID'))[:8]}/{comp}", f"{phase}/{cls}/{fresh}", shorten_end(message, 25)]
+            [f"{str(rec.get('requestUUID'))[:8]}/{comp}", f"{phase}/{cls}/{fresh}", shorten_end(message, 26)]
         )
     return rows
 

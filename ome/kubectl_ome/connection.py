@@ -21,14 +21,14 @@ import yaml
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import Configuration
 
+from ome.config import durations
 from ome.framework.client import Client
 from ome.framework.transport import ClientSettings, RetryPolicy, Transport
 from ome.kubectl_ome.failures import CliError
 
 USER_AGENT: Final = "kubectl-ome/0.1"
 DEFAULT_OME_NAMESPACE: Final = "ome"
-_DURATION: Final = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
-_UNIT: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_SECONDS: Final = re.compile(r"^\d+(\.\d+)?$")
 _NAME: Final = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -80,11 +80,16 @@ def add_ome_namespace(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_duration(value: str) -> float:
-    """`10s`, `1m`, `500ms`, `2h` or plain seconds; raises CliError when malformed."""
-    match = _DURATION.match(value.strip())
-    if not match:
+    """Go's durations (`10s`, `1m0s`, `1h30m`, `500ms`) or plain seconds; CliError when malformed."""
+    text = value.strip()
+    if _SECONDS.match(text):
+        return float(text)
+    if text.endswith("ms") and _SECONDS.match(text[:-2]):
+        return float(text[:-2]) / 1000
+    seconds = durations.parse_duration(text)
+    if seconds is None:
         raise CliError(f'invalid duration "{value}"; use a number with a unit, such as 10s or 1m')
-    return float(match.group(1)) * _UNIT[match.group(2)]
+    return seconds
 
 
 @dataclass(frozen=True, slots=True)
