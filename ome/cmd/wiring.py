@@ -15,11 +15,15 @@ from ome.controllers.autoscaler import controller as autoscaler
 from ome.controllers.autoscaler.reconciler import Features as AutoscalerFeatures
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferenceservice import controller as inferenceservice
+from ome.controllers.instancerollout import setup as instancerollout
 from ome.framework import resources
 from ome.framework.client import Client
 from ome.framework.manager import Manager
 from ome.framework.webhook_server import WebhookServer
 from ome.omenative.podmonitor import POD_MONITORS
+from ome.omenative.rollout_budget import OperatorDefault
+from ome.omenative.rollout_retry import RetryPolicy
+from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings
 from ome.webhooks.self_register import Registration
 
@@ -64,6 +68,26 @@ class Settings:
             pod_monitor_served=self.pod_monitor_served,
         )
 
+    def rollout_settings(self) -> RolloutSettings:
+        """The Instance rollout controller's settings: operator default strategies and the retry policy."""
+        life = self.config.lifecycle
+        defaults: dict[str, OperatorDefault] = {}
+        for component in ("engine", "decoder", "router"):
+            found = self.config.deploy.update_strategy.for_component(component)
+            if found is not None:
+                defaults[component] = OperatorDefault(found.type, found.max_surge, found.max_unavailable)
+        retry = life.update_retry
+        policy = RetryPolicy() if retry is None else RetryPolicy(
+            max_attempts=retry.max_attempts, initial_delay=parse_duration(retry.initial_delay) or 60.0,
+            multiplier=retry.multiplier, max_delay=parse_duration(retry.max_delay) or 1800.0)
+        grace = getattr(life, "unschedulable_grace_period", None)
+        return RolloutSettings(
+            defaults=defaults, retry=policy,
+            instance_ready_timeout=parse_duration(life.instance_ready_timeout),
+            unschedulable_grace=parse_duration(grace) if isinstance(grace, str) else None,
+            columnar=self.config.omenative_status.status_encoding == "ColumnarV2",
+            max_concurrent_reconciles=self.inferencereplica_workers)
+
 
 async def load_settings(client: Client, namespace: str) -> Settings:
     """Reads and validates inferenceservice-config; a bad config is fatal (ConfigError)."""
@@ -93,6 +117,7 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
     replica = dataclasses.replace(settings.replica_settings(),
                                   max_concurrent_reconciles=settings.inferencereplica_workers)
     inferencereplica.add_to_manager(manager, replica)
+    instancerollout.add_to_manager(manager, settings.rollout_settings())
     autoscaler.add_to_manager(manager, settings.config, features=settings.autoscaler,
                               config_namespace=settings.config_namespace, config_source=source,
                               max_concurrent_reconciles=settings.inferenceservice_workers)

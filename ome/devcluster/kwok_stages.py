@@ -86,21 +86,28 @@ spec:
   next:
     statusTemplate: |""" + _NODE_STATUS_COMMON
 
+PULL_FAILS = "pull-fails"
+"""A container image whose name contains this never pulls on the fake nodes (ImagePullBackOff), so tests can
+publish a revision that fails for a reason of its own."""
+_PULL_FAILS_KEY = f"'.spec.containers.[] | select( .image | contains(\"{PULL_FAILS}\") ) | .name'"
+
 # Ready is True at once for pods without readiness gates; with gates it waits for the gate stages below.
-POD_READY = """
+POD_READY = f"""
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: pod-ready
 spec:
-  resourceRef: {apiGroup: v1, kind: Pod}
+  resourceRef: {{apiGroup: v1, kind: Pod}}
   selector:
     matchExpressions:
     - key: '.metadata.deletionTimestamp'
       operator: DoesNotExist
     - key: '.status.podIP'
       operator: DoesNotExist
-  next:
+    - key: {_PULL_FAILS_KEY}
+      operator: DoesNotExist
+  next:""" + """
     statusTemplate: |
       {{ $now := Now }}
       {{ $ready := "True" }}
@@ -145,6 +152,56 @@ spec:
       hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
       podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
       phase: Running
+      startTime: {{ $now | Quote }}
+"""
+
+# A pod with a `pull-fails` image: scheduled and given an IP, its containers wait in ImagePullBackOff.
+POD_IMAGE_PULL_FAILS = f"""
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-image-pull-fails
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.podIP'
+      operator: DoesNotExist
+    - key: {_PULL_FAILS_KEY}
+      operator: Exists
+  next:""" + """
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Initialized
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: PodScheduled
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        type: ContainersReady
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          waiting:
+            reason: ImagePullBackOff
+            message: {{ printf "Back-off pulling image %q" .image | Quote }}
+      {{ end }}
+      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+      phase: Pending
       startTime: {{ $now | Quote }}
 """
 
@@ -246,7 +303,7 @@ spec:
     delete: true
 """
 
-ALL_STAGES = (NODE_INITIALIZE, NODE_HEARTBEAT, POD_READY, POD_GATE_OPEN, POD_GATE_CLOSED, POD_COMPLETE,
+ALL_STAGES = (NODE_INITIALIZE, NODE_HEARTBEAT, POD_READY, POD_IMAGE_PULL_FAILS, POD_GATE_OPEN, POD_GATE_CLOSED, POD_COMPLETE,
               POD_DELETE)
 
 

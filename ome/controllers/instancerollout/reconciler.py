@@ -1,0 +1,348 @@
+"""Instance rollout reconciler: moves existing Instances of an InferenceReplica onto its update revision.
+
+Ownership boundary with the InferenceReplica reconciler (`ome.controllers.inferencereplica`), which
+runs in the same manager on the same cache:
+
+- The InferenceReplica reconciler owns the Instance *set*: it creates Instances (at the update revision)
+  and deletes them for scale, runs Create / Restart / Delete operations, records ControllerRevisions
+  and `status.updateRevision`, owns Services, PodGroups, the counts and the conditions.
+- This reconciler owns the *move*: it starts and runs `Update` operations (rows in phase `Updating`,
+  and the `Failed` rows an update left), writes `activeOrdinal`, `status.retryBlocks` and
+  `status.rolloutHold`, answers `ome.io/release-held-revision`, and creates, patches or deletes pods
+  only for Instances it moves. The InferenceReplica planner never acts on an `Updating` row, keeps
+  this reconciler's status fields as they are, and ignores pods beyond an Instance's own (extra pods).
+
+Both write the replica's status with its resourceVersion, so a stale write fails with 409 and the
+loser requeues. The operation is recorded in status before the pod writes it leads to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from ome.config.durations import parse_duration
+from ome.framework import errors
+from ome.framework.cache import SharedCache
+from ome.framework.client import Client
+from ome.framework.events import EventRecorder
+from ome.framework.reconcile import Request, Result
+from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
+from ome.framework.store import OWNER_INDEX
+from ome.omenative import instance_names as names
+from ome.omenative import (
+    pod_render,
+    revisions,
+    rollout_budget,
+    rollout_inplace,
+    rollout_plan,
+    status,
+    teardown,
+)
+from ome.omenative.pods_view import format_time
+from ome.omenative.revisions import RevisionData
+from ome.omenative.rollout_pods import rollout_pod
+from ome.omenative.rollout_retry import RELEASE_ANNOTATION
+from ome.omenative.rollout_settings import RolloutSettings
+
+Obj = dict[str, Any]
+log = structlog.get_logger("ome.controllers.instancerollout")
+
+PAUSE_FREEZE = "Freeze"
+_RECENT = 30.0
+"""Seconds a pod write is remembered, so a pass on a cache that lags our writes does not repeat it."""
+
+
+class InstanceRolloutReconciler:
+    def __init__(
+        self,
+        client: Client,
+        cache: SharedCache,
+        settings: RolloutSettings,
+        *,
+        recorder: EventRecorder | None = None,
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
+        self._client = client
+        self._cache = cache
+        self._settings = settings
+        self._recorder = recorder
+        self._now = now or (lambda: datetime.now(UTC).replace(microsecond=0))
+        self._recent: dict[tuple[str, str, str], float] = {}
+        self._rejected: dict[tuple[str, str], dict[int, str]] = {}
+        self.writes = 0
+        """API writes made, for tests and benchmarks (a no-op reconcile adds none)."""
+
+    async def reconcile(self, req: Request) -> Result:
+        replica = self._cache.get_or_none(INFERENCE_REPLICAS, req.name, req.namespace)
+        if replica is None or teardown.deleting(replica):
+            self._rejected.pop((req.namespace, req.name), None)
+            return Result()
+        prev = replica.get("status") or {}
+        update = prev.get("updateRevision")
+        known = self._revisions(replica)
+        if not update or names.hash_of_revision(update) not in known:
+            return Result()  # the InferenceReplica controller records the revision first
+        raw = self._owned(PODS, replica)
+        self._forget_observed(raw)
+        inputs = self._inputs(replica, update, known, raw)
+        plan = rollout_plan.plan(inputs)
+        written = await self._write_status(replica, plan)
+        if written is None:
+            return Result(requeue_after=plan.wake_after)
+        await self._act(written, plan, known)
+        await self._announce(written, plan)
+        if plan.release_answered:
+            await self._drop_release_annotation(written)
+        if plan.rows or plan.creates or plan.deletes:
+            log.debug(
+                "rollout pass",
+                namespace=req.namespace,
+                name=req.name,
+                rows=sorted(plan.rows),
+                creates=len(plan.creates),
+                deletes=len(plan.deletes),
+            )
+        return Result(requeue_after=plan.wake_after)
+
+    # -- observe ------------------------------------------------------------------------------
+
+    def _owned(self, res: Any, replica: Mapping[str, Any]) -> list[Obj]:
+        meta = replica["metadata"]
+        return self._cache.list(res, meta["namespace"], index=(OWNER_INDEX, meta["uid"]))
+
+    def _revisions(self, replica: Mapping[str, Any]) -> dict[str, RevisionData]:
+        return {
+            (r["metadata"].get("labels") or {}).get(names.REVISION_HASH_LABEL, ""): revisions.from_json(
+                r["data"]
+            )
+            for r in self._owned(CONTROLLER_REVISIONS, replica)
+            if r.get("data")
+        }
+
+    def _inputs(
+        self, replica: Obj, update: str, known: Mapping[str, RevisionData], raw: list[Obj]
+    ) -> rollout_plan.Inputs:
+        meta, spec, prev = replica["metadata"], replica["spec"], replica.get("status") or {}
+        lifecycle = spec.get("lifecycle") or {}
+        strategy = rollout_budget.effective(
+            lifecycle, self._settings.defaults.get(spec["component"]), spec.get("pacing") or {}
+        )
+        pods = [p for one in raw if (p := rollout_pod(one)) is not None]
+        own = parse_duration(lifecycle.get("instanceReadyTimeout"))  # "0s" counts as unset
+        return rollout_plan.Inputs(
+            namespace=meta["namespace"],
+            replica=meta["name"],
+            base=names.base_name(replica),
+            component=spec["component"],
+            desired=desired_replicas(replica),
+            update_revision=update,
+            revisions=known,
+            rows=status.rows_of(prev),
+            pods=pods,
+            strategy=strategy,
+            retry_blocks=list(prev.get("retryBlocks") or []),
+            policy=self._settings.retry,
+            now=self._now(),
+            ready_timeout=own if own else self._settings.instance_ready_timeout,
+            unschedulable_grace=self._settings.unschedulable_grace,
+            min_ready_seconds=min_ready_seconds(replica),
+            paused=bool(spec.get("paused")),
+            annotations=meta.get("annotations") or {},
+            previous_hold=prev.get("rolloutHold"),
+            rejected=self._rejected.get((meta["namespace"], meta["name"]), {}),
+        )
+
+    # -- status -------------------------------------------------------------------------------
+
+    async def _write_status(self, replica: Obj, plan: rollout_plan.Plan) -> Obj | None:
+        """The new rows, retry blocks and hold; the replica as written (or as cached when unchanged).
+        None when the write lost a race: the conflict requeues."""
+        prev = replica.get("status") or {}
+        rows = {int(r["index"]): r for r in status.rows_of(prev)}
+        rows.update(plan.rows)
+        new = {
+            k: v
+            for k, v in prev.items()
+            if k
+            not in (
+                "instanceStatuses",
+                "instanceStatusColumns",
+                "instanceStatusEncoding",
+                "retryBlocks",
+                "rolloutHold",
+            )
+        }
+        columnar = self._settings.columnar or prev.get("instanceStatusEncoding") == "ColumnarV2"
+        new.update(status.instance_rows(list(rows.values()), columnar))
+        if plan.retry_blocks:
+            new["retryBlocks"] = plan.retry_blocks
+        if plan.rollout_hold is not None:
+            new["rolloutHold"] = plan.rollout_hold
+        if new == prev:
+            return replica
+        updated = await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": new})
+        self.writes += 1
+        return updated
+
+    # -- pods ---------------------------------------------------------------------------------
+
+    def _forget_observed(self, pods: list[Obj]) -> None:
+        """Drop remembered writes the cache now shows, so a pod can be deleted or made again at once."""
+        by_name = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
+        for key in list(self._recent):
+            verb, ns, name = key
+            pod = by_name.get((ns, name))
+            meta = (pod or {}).get("metadata") or {}
+            conditions = {
+                c.get("type"): c.get("status") for c in (pod or {}).get("status", {}).get("conditions") or []
+            }
+            seen = {
+                "create": pod is not None,
+                "delete": pod is None or bool(meta.get("deletionTimestamp")),
+                "gate-True": pod is None or conditions.get(names.SERVING_GATE) == "True",
+                "gate-False": pod is None or conditions.get(names.SERVING_GATE) == "False",
+            }.get(verb)
+            if verb.startswith("patch-"):
+                seen = pod is None or (meta.get("labels") or {}).get(names.REVISION_HASH_LABEL) == verb[6:]
+            if seen:
+                del self._recent[key]
+
+    def _fresh(self, verb: str, ns: str, name: str) -> bool:
+        """Whether this write was made recently (the cache has not caught up): skip it then."""
+        now = time.monotonic()
+        for key in [k for k, at in self._recent.items() if now - at > _RECENT]:
+            del self._recent[key]
+        key = (verb, ns, name)
+        if key in self._recent:
+            return True
+        self._recent[key] = now
+        return False
+
+    async def _act(self, replica: Obj, plan: rollout_plan.Plan, known: Mapping[str, RevisionData]) -> None:
+        ns = replica["metadata"]["namespace"]
+        for name in sorted(set(plan.deletes)):
+            if not self._fresh("delete", ns, name):
+                with contextlib.suppress(errors.NotFound):
+                    await self._client.delete(PODS, name, ns)
+                    self.writes += 1
+        for name in sorted(set(plan.close_gates)):
+            await self._set_gate(ns, name, "False")
+        for name, digest in plan.image_patches:
+            if not self._fresh(f"patch-{digest}", ns, name):
+                patch = rollout_inplace.image_patch(known[digest], digest, names.REVISION_HASH_LABEL)
+                with contextlib.suppress(errors.NotFound):
+                    await self._client.patch(PODS, name, patch, ns, patch_type="strategic")
+                    self.writes += 1
+        for create in plan.creates:
+            body = self._pod_body(replica, create, known)
+            if self._fresh("create", ns, body["metadata"]["name"]):
+                continue
+            await self._create_pod(replica, body, create.index)
+        for name in sorted(set(plan.open_gates)):
+            await self._set_gate(ns, name, "True")
+
+    def _pod_body(
+        self, replica: Obj, create: rollout_plan.PodCreate, known: Mapping[str, RevisionData]
+    ) -> Obj:
+        data = known[create.revision_hash]
+        spec = replica["spec"]
+        runner = next(r for r in data.runners if r.name == create.runner)
+        ident = pod_render.PodIdentity(
+            names.base_name(replica),
+            spec["component"],
+            create.index,
+            create.incarnation,
+            create.runner,
+            create.ordinal,
+            create.revision_hash,
+            desired_replicas(replica),
+            spec.get("topologyKey") or None,
+        )
+        return pod_render.render_pod(replica, data, runner, ident)
+
+    async def _create_pod(self, replica: Obj, body: Obj, index: int) -> None:
+        meta = replica["metadata"]
+        try:
+            await self._client.create(PODS, body, meta["namespace"])
+            self.writes += 1
+        except errors.AlreadyExists:
+            pass
+        except errors.Invalid:
+            # The API server rejected the pod as invalid: the revision's own fault (InvalidPodSpec).
+            self._rejected.setdefault((meta["namespace"], meta["name"]), {})[index] = "InvalidPodSpec"
+
+    async def _set_gate(self, ns: str, name: str, value: str) -> None:
+        if self._fresh(f"gate-{value}", ns, name):
+            return
+        condition = {
+            "type": names.SERVING_GATE,
+            "status": value,
+            "lastTransitionTime": format_time(self._now()),
+            "reason": "InRotation" if value == "True" else "Drained",
+        }
+        with contextlib.suppress(errors.NotFound):
+            await self._client.patch(
+                PODS,
+                name,
+                {"status": {"conditions": [condition]}},
+                ns,
+                patch_type="strategic",
+                subresource="status",
+            )
+            self.writes += 1
+
+    # -- events and annotations -----------------------------------------------------------------
+
+    async def _announce(self, replica: Obj, plan: rollout_plan.Plan) -> None:
+        if self._recorder is None or not plan.events:
+            return
+        target = await self._event_target(replica)
+        for type_, reason, message in plan.events:
+            self._recorder.event(target, "Warning" if type_ == "Warning" else "Normal", reason, message)
+        key = (replica["metadata"]["namespace"], replica["metadata"]["name"])
+        if any(reason == "RetryHeld" for _, reason, _ in plan.events):
+            self._rejected.pop(key, None)
+
+    async def _event_target(self, replica: Obj) -> Obj:
+        """Events go on the InferenceService; a standalone replica (or a missing parent) gets them."""
+        parent = ((replica.get("spec") or {}).get("parentRef") or {}).get("name")
+        ns = replica["metadata"]["namespace"]
+        if not parent:
+            return replica
+        found: Obj | None = None
+        with contextlib.suppress(Exception):
+            found = self._cache.get_or_none(INFERENCE_SERVICES, parent, ns)
+        if found is None:
+            with contextlib.suppress(errors.ApiError):
+                found = await self._client.get(INFERENCE_SERVICES, parent, ns)
+        return found or replica
+
+    async def _drop_release_annotation(self, replica: Obj) -> None:
+        meta = replica["metadata"]
+        patch = {"metadata": {"annotations": {RELEASE_ANNOTATION: None}}}
+        with contextlib.suppress(errors.NotFound):
+            await self._client.patch(INFERENCE_REPLICAS, meta["name"], patch, meta["namespace"])
+            self.writes += 1
+
+
+def desired_replicas(replica: Mapping[str, Any]) -> int:
+    spec = replica.get("spec") or {}
+    value = spec.get("replicas")
+    if value is None or (not spec.get("parentRef") and int(value) == 0):
+        return 1
+    return int(value)
+
+
+def min_ready_seconds(replica: Mapping[str, Any]) -> int:
+    """spec.minReadySeconds, the window in effect (lifecycle.minReadySeconds for older writers)."""
+    spec = replica.get("spec") or {}
+    value = spec.get("minReadySeconds")
+    if value is None:
+        value = (spec.get("lifecycle") or {}).get("minReadySeconds")
+    return int(value or 0)

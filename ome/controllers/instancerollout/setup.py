@@ -1,0 +1,34 @@
+"""Wiring: the Instance rollout controller, on the InferenceReplica controller's informers."""
+
+from __future__ import annotations
+
+from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
+from ome.framework import transforms
+from ome.framework.controller import Controller
+from ome.framework.events import EventRecorder
+from ome.framework.manager import Manager
+from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS
+from ome.omenative import instance_names as names
+from ome.omenative.rollout_settings import RolloutSettings
+
+CHILD_SELECTOR = {names.MANAGED_BY_LABEL: names.MANAGED_BY}
+"""The same selector and transform as the InferenceReplica controller's, so the informers are shared."""
+
+
+def add_to_manager(manager: Manager, settings: RolloutSettings) -> Controller:
+    cache = manager.cache
+    replicas = cache.informer_for(INFERENCE_REPLICAS)
+    pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
+    revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
+    recorder = EventRecorder(manager.client, settings.event_component)
+    reconciler = InstanceRolloutReconciler(manager.client, cache, settings, recorder=recorder)
+    controller = (
+        Controller(
+            "instancerollout", reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles
+        )
+        .for_(replicas)
+        .owns(pods, OME_GROUP, "InferenceReplica")
+        .owns(revs, OME_GROUP, "InferenceReplica")
+    )
+    manager.add_controller(controller)
+    return controller
