@@ -15,6 +15,7 @@ from ome.controllers.autoscaler import controller as autoscaler
 from ome.controllers.autoscaler.reconciler import Features as AutoscalerFeatures
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferenceservice import controller as inferenceservice
+from ome.controllers.inferenceservice import routing
 from ome.controllers.instancerollout import setup as instancerollout
 from ome.framework import resources
 from ome.framework.client import Client
@@ -51,6 +52,8 @@ class Settings:
         self.autoscaler = AutoscalerFeatures(keda_served=False, policy_enabled=False)
         # Like controller-runtime's scheme registration: a PodMonitor CRD installed later needs a restart.
         self.pod_monitor_served = pod_monitor_served
+        # HTTPRoute and backend-policy CRDs served at start, and the traffic translator they select.
+        self.routing = routing.RoutingFacts()
 
     def replica_settings(self) -> InferenceReplicaSettings:
         life = self.config.lifecycle
@@ -97,6 +100,7 @@ async def load_settings(client: Client, namespace: str) -> Settings:
     log.info("configuration loaded", namespace=namespace, default_mode=config.deploy.default_deployment_mode,
              leaderworkerset_served=lws, podmonitor_served=pod_monitors)
     settings = Settings(config, lws_served=lws, config_namespace=namespace, pod_monitor_served=pod_monitors)
+    settings.routing = await routing.detect(client)
     settings.autoscaler = await autoscaler.detect(client, config)
     if not settings.autoscaler.keda_served:
         log.info("won't watch keda.sh/v1alpha1/ScaledObject resources: the CRD is not served")
@@ -113,7 +117,7 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
                                     max_concurrent_reconciles=settings.inferenceservice_workers,
                                     revision_retention=settings.revision_retention,
                                     revision_grace=settings.revision_grace,
-                                    config_source=source)
+                                    config_source=source, routing_facts=settings.routing)
     replica = dataclasses.replace(settings.replica_settings(),
                                   max_concurrent_reconciles=settings.inferencereplica_workers)
     inferencereplica.add_to_manager(manager, replica)
