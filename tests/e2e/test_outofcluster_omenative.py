@@ -1,5 +1,6 @@
 """`ome-manager` run outside the cluster the README's way, with an admin kubeconfig and
-`--webhook-self-register`, serves an OMENative InferenceService to Ready.
+`--webhook-self-register`, serves an OMENative InferenceService to Ready; the shipped RBAC is enough to
+self-register.
 
 Its webhooks are live in the real apiserver the whole time, so the InferenceReplica the manager projects,
 and the finalizer its InferenceReplica controller adds, pass its own replica webhook: the webhook knows
@@ -22,10 +23,14 @@ from typing import Any
 import pytest
 
 from ome.devcluster.cluster import free_ports
+from ome.devcluster.kubeapi import KubeApi
 from ome.framework import errors, resources
 from ome.framework.client import Client
-from ome.webhooks import registry
+from ome.webhooks import registry, self_register
 from tests.e2e.isvc_support import catalog, condition, eventually
+from tests.e2e.test_manager_process import _service_account_kubeconfig, manager_rbac
+
+__all__ = ["manager_rbac"]  # the fixture, shared with test_manager_process
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,6 +145,30 @@ async def test_out_of_cluster_manager_serves_omenative_and_its_webhook_still_gua
                 await client.delete(resources.INFERENCE_SERVICES, "llama", namespace)
             assert proc.returncode == 0, log.read_text()[-4000:]
             # The manager removed the configurations it registered when it stopped.
+            for res in CONFIGURATIONS:
+                with pytest.raises(errors.NotFound):
+                    await client.get(res, registry.CONFIGURATION_NAME)
+    finally:
+        await _cleanup_configurations(client)
+
+
+async def test_shipped_role_lets_the_service_account_self_register(
+    admin_api: KubeApi, kubeconfig: Path, client: Client, manager_rbac: None, tmp_path: Path
+) -> None:
+    """--webhook-self-register server-side applies both configurations (a create the first time) and
+    deletes them on exit: the generated ClusterRole must grant all of it to ome-controller-manager."""
+    sa_kubeconfig = _service_account_kubeconfig(admin_api, kubeconfig, tmp_path / "sa.kubeconfig")
+    ca = self_register.write_serving_certificate(tmp_path / "certs")
+    [port] = free_ports(1)
+    await _cleanup_configurations(client)
+    try:
+        async with await Client.from_kubeconfig(str(sa_kubeconfig)) as sa:
+            registration = await self_register.register(sa, port=port, ca_bundle=ca)
+            for res in CONFIGURATIONS:
+                applied = await sa.get(res, registry.CONFIGURATION_NAME)
+                assert applied["webhooks"][0]["clientConfig"]["url"].startswith(f"https://127.0.0.1:{port}/")
+            await self_register.register(sa, port=port, ca_bundle=ca)  # a restart re-applies (patch)
+            await self_register.unregister(sa, registration, only_if_ours=True)
             for res in CONFIGURATIONS:
                 with pytest.raises(errors.NotFound):
                     await client.get(res, registry.CONFIGURATION_NAME)
