@@ -4,9 +4,11 @@ Each run, in a fresh namespace on the local control plane (kwok nodes): an Infer
 leader + 2 worker Instances reaches Ready; then, while another writer keeps changing the replica's
 metadata (as the InferenceService controller's applies do, so the controller's status writes meet
 409 conflicts), a worker of Instance 0 and the leader of Instance 1 are deleted. Both Instances must
-restart whole (incarnation 2) and the replica be Ready again; then it scales 2 -> 1 and is deleted
-(teardown). A stage that makes no progress within --stall seconds fails the run, and the stuck
-Instance rows are printed.
+restart whole (incarnation 2) and the replica be Ready again. The same restart follows under a
+ResourceQuota that admits one pod fewer than the Instances need, raised after a few seconds (pod
+creates fail mid-batch, as they do when a quota or an admission webhook rejects them): both Instances
+must reach incarnation 3. Then the replica scales 2 -> 1 and is deleted (teardown). A stage that
+makes no progress within --stall seconds fails the run, and the stuck Instance rows are printed.
 
 Prints one line per run and `stress_restart: P/N runs passed`; exits 1 when a run stalled.
 
@@ -35,7 +37,7 @@ from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.log_setup import configure_logging
 from ome.framework.manager import Manager, ManagerOptions
-from ome.framework.resources import INFERENCE_REPLICAS, NAMESPACES, PODS, SERVICE_ACCOUNTS
+from ome.framework.resources import INFERENCE_REPLICAS, NAMESPACES, PODS, SERVICE_ACCOUNTS, Resource
 from ome.omenative import status as ir_status
 from ome.omenative.settings import InferenceReplicaSettings
 
@@ -47,6 +49,11 @@ TEMPLATE: Obj = {
         "tolerations": [{"operator": "Exists"}],
     }
 }
+
+
+RESOURCE_QUOTAS = Resource("", "v1", "ResourceQuota", "resourcequotas", True, frozenset({"status"}))
+QUOTA_HOLD = 4.0
+"""Seconds the tight quota rejects pod creates before it is raised."""
 
 
 class Stalled(Exception):
@@ -148,11 +155,29 @@ async def _scenario(client: Client, ns: str, stall: float) -> str:
                 )
             await asyncio.sleep(0.05)
 
-    meddler = asyncio.create_task(meddle())
-    try:
+    async def fail_pods() -> None:
         await client.delete(PODS, f"{NAME}-0-worker-0", ns, grace_period_seconds=0)
         await client.delete(PODS, f"{NAME}-1-leader-0", ns, grace_period_seconds=0)
+
+    async def quota_known() -> bool:
+        quota = await client.get(RESOURCE_QUOTAS, "pods", ns)
+        return bool((quota.get("status") or {}).get("hard"))
+
+    meddler = asyncio.create_task(meddle())
+    try:
+        await fail_pods()
         t_restart = await until("restart", lambda: ready(2, {0: 2, 1: 2}), stall, show)
+        # One pod fewer than the two Instances need once their old pods are gone.
+        quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods"},
+                 "spec": {"hard": {"pods": "5"}}}
+        await client.create(RESOURCE_QUOTAS, quota, ns)
+        await until("quota status", quota_known, stall, show)
+        started = time.monotonic()
+        await fail_pods()
+        await asyncio.sleep(QUOTA_HOLD)
+        await client.patch(RESOURCE_QUOTAS, "pods", {"spec": {"hard": {"pods": "100"}}}, ns)
+        await until("restart under quota", lambda: ready(2, {0: 3, 1: 3}), stall, show)
+        t_quota = time.monotonic() - started
         await client.update_scale(INFERENCE_REPLICAS, NAME, ns, 1)
         t_scale = await until("scale 2 -> 1", lambda: ready(1), stall, show)
     finally:
@@ -164,7 +189,10 @@ async def _scenario(client: Client, ns: str, stall: float) -> str:
         return await get() is None
 
     t_gone = await until("teardown", gone, stall, show)
-    return f"ready {t_ready:.1f}s, restart {t_restart:.1f}s, scale {t_scale:.1f}s, teardown {t_gone:.1f}s"
+    return (
+        f"ready {t_ready:.1f}s, restart {t_restart:.1f}s, restart under quota {t_quota:.1f}s, "
+        f"scale {t_scale:.1f}s, teardown {t_gone:.1f}s"
+    )
 
 
 async def stress(kubeconfig: Path, runs: int, stall: float) -> int:

@@ -61,6 +61,10 @@ class Tolerated:
         found = self._paths.get(_identity(stamped))
         return found[1] if found is not None and found[0] == drift.desired_hash(stamped) else frozenset()
 
+    def learned(self, namespace: str) -> dict[tuple[str, str], frozenset[drift.Path]]:
+        """(kind, name) -> tolerated fields of the children in `namespace`, for tests and debugging."""
+        return {(k[0], k[2]): v[1] for k, v in self._paths.items() if k[1] == namespace}
+
     def record(self, stamped: Mapping[str, Any], applied: Mapping[str, Any]) -> None:
         """What the apply answered: fields that still differ are the apiserver's doing, not drift."""
         key = _identity(stamped)

@@ -10,7 +10,7 @@ from structlog.testing import capture_logs
 
 from ome.framework import errors
 from ome.framework.expectations import EXPECTATIONS_TIMEOUT
-from ome.framework.resources import INFERENCE_REPLICAS, SERVICES
+from ome.framework.resources import INFERENCE_REPLICAS, PODS, SERVICES
 from ome.omenative import instance_names as names
 from tests.unit.controllers.inferencereplica.world import START, World
 from tests.unit.omenative.builders import replica as replica_body
@@ -174,3 +174,36 @@ async def test_an_edited_service_of_the_replica_is_put_back_and_a_settled_one_is
     await world.reconcile()
     assert world.api.writes == [("apply", "Service", "chat-engine-headless")]
     assert (world.api.get(SERVICES, "chat-engine-headless") or {})["metadata"]["labels"]
+
+
+async def test_a_restart_whose_pod_events_were_lost_after_a_conflict_does_not_stall() -> None:
+    """The reported stall: Restarting / Restart / Drain with zero pods, the last line a 409."""
+    world = World()
+    world.api.put(INFERENCE_REPLICAS, replica_body(workers=2))
+    await world.settle()
+    world.api.writes.clear()
+    await world.api.delete(PODS, WORKER_0, "ns")  # a pod of the Ready Instance fails
+    # Restarting: the old pods leave rotation; the status write meets a 409 (the last line logged).
+    world.api.fail[("update_status", "chat-engine")] = errors.Conflict(409, "Conflict", "modified")
+    with pytest.raises(errors.Conflict):
+        await world.reconcile()
+    world.api.fail.clear()
+    await world.reconcile()  # the retry writes the Restarting row
+    world.kubelet()
+    # The drained pods are deleted, and the informer relists: their DELETED events never arrive.
+    world.api.deliver_later = True
+    await world.reconcile()
+    world.api.pending_events.clear()
+    world.api.deliver_later = False
+    assert world.pods() == {}
+    row = (world.replica() or {})["status"]["instanceStatuses"][0]
+    assert (row["phase"], row["operation"]["type"], row["operation"]["step"]) == ("Restarting", "Restart", "Drain")
+
+    result = await world.reconcile()  # the next event's pass: the cache cannot be trusted yet
+    assert result.requeue_after is not None  # requeued, not dropped
+
+    world.clock.now += result.requeue_after + EXPECTATIONS_TIMEOUT  # the requeue fires; they expired
+    await world.settle()
+    row = (world.replica() or {})["status"]["instanceStatuses"][0]
+    assert (row["phase"], row["incarnation"]) == ("Ready", 2)
+    assert sorted(world.pods()) == [LEADER, WORKER_0, WORKER_1]
