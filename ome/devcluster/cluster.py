@@ -56,15 +56,21 @@ def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
 
-def write_kubeconfig(path: Path, server: str, keys: pki.Pki) -> None:
+def write_kubeconfig(
+    path: Path, server: str, keys: pki.Pki, *, client: tuple[bytes, bytes] | None = None,
+    user: str = "ome-dev-admin",
+) -> None:
+    """The admin kubeconfig, or with `client` (certificate and key PEM) one for that client's `user`."""
+    crt, key = client or (keys.admin_crt.read_bytes(), keys.admin_key.read_bytes())
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "ome-dev", "cluster": {
             "server": server, "certificate-authority-data": _b64(keys.ca_crt)}}],
-        "users": [{"name": "ome-dev-admin", "user": {
-            "client-certificate-data": _b64(keys.admin_crt), "client-key-data": _b64(keys.admin_key)}}],
-        "contexts": [{"name": "ome-dev", "context": {"cluster": "ome-dev", "user": "ome-dev-admin"}}],
+        "users": [{"name": user, "user": {
+            "client-certificate-data": base64.b64encode(crt).decode(),
+            "client-key-data": base64.b64encode(key).decode()}}],
+        "contexts": [{"name": "ome-dev", "context": {"cluster": "ome-dev", "user": user}}],
         "current-context": "ome-dev",
     }
     path.write_text(yaml.safe_dump(config))
@@ -124,7 +130,11 @@ class Cluster:
         try:
             api = KubeApi(server, keys)
             self._start(state, components.etcd(bin_dir, self.state_dir, ports), timeout, log)
-            apiserver = components.kube_apiserver(bin_dir, self.state_dir, keys, ports)
+            self.logs.mkdir(parents=True, exist_ok=True)
+            audit_policy = self.state_dir / "audit-policy.yaml"
+            audit_policy.write_text(components.AUDIT_POLICY)
+            apiserver = components.kube_apiserver(bin_dir, self.state_dir, keys, ports,
+                                                  audit_policy=audit_policy, audit_log=self.audit_log)
             self._start(state, apiserver, timeout, log, ready=lambda: _api_ready(api))
             self._start(state, components.kube_controller_manager(bin_dir, self.kubeconfig, keys, ports),
                         timeout, log)
@@ -202,6 +212,38 @@ class Cluster:
         return revision
 
     # ---- inspection ------------------------------------------------------------------------------
+    @property
+    def audit_log(self) -> Path:
+        """The apiserver's audit log: one JSON line per write (see components.AUDIT_POLICY)."""
+        return self.logs / "audit.log"
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audited writes so far, oldest first (a line being written is skipped)."""
+        try:
+            lines = self.audit_log.read_text().splitlines()
+        except OSError:
+            return []
+        events = []
+        for line in lines:
+            try:
+                events.append(dict(json.loads(line)))
+            except ValueError:
+                continue
+        return events
+
+    def user_kubeconfig(
+        self, user: str, path: Path, *, groups: tuple[str, ...] = ("system:masters",)
+    ) -> Path:
+        """A kubeconfig for `user` (a client certificate from the cluster CA), so the audit log tells
+        processes apart by user name."""
+        state = _load_state(self.state_dir)
+        if not state:
+            raise RuntimeError(f"no cluster in {self.state_dir}")
+        keys = pki.Pki(self.state_dir / "pki")
+        crt, key = pki.client_cert(keys, user, groups)
+        write_kubeconfig(path, state["server"], keys, client=(crt, key), user=user)
+        return path
+
     def info(self) -> ClusterInfo:
         state = _load_state(self.state_dir) or {}
         return ClusterInfo(self.state_dir, self.kubeconfig, state.get("server", ""))

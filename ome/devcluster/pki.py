@@ -77,3 +77,10 @@ def generate(directory: Path) -> Pki:
     _write(pki.admin_crt, crt)
     _write(pki.admin_key, key)
     return pki
+
+
+def client_cert(pki: Pki, user: str, groups: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
+    """A client certificate and key for `user` in `groups`, signed by the cluster CA."""
+    return certs.generate_client_cert(
+        pki.ca_crt.read_bytes(), pki.ca_key.read_bytes(), user, organizations=groups
+    )

@@ -1,7 +1,9 @@
 """A manager process for the leader-election e2e test.
 
 It reconciles one ConfigMap, `counter`, and appends every reconcile's [identity, start, end] interval to
-it, so the test can prove that no two processes ever reconciled at the same time.
+it, so the test can prove that no two processes ever reconciled at the same time. A conflict is an
+error like any other: the controller retries from a fresh read. After a lost Lease it exits 1, as
+ome-manager does.
 """
 
 from __future__ import annotations
@@ -9,14 +11,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 
+from ome.framework import errors
 from ome.framework.client import Client
-from ome.framework.conflict import retry_on_conflict
 from ome.framework.controller import Controller
 from ome.framework.leaderelection import LeaderElectionConfig
 from ome.framework.log_setup import configure_logging
-from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.manager import LeaderElectionLost, Manager, ManagerOptions
 from ome.framework.reconcile import Request, Result, reconciler_from
 from ome.framework.resources import CONFIGMAPS
 
@@ -37,22 +40,34 @@ async def main(args: argparse.Namespace) -> None:
         start = time.time()
         await asyncio.sleep(0.05)  # a reconcile that takes a while widens any overlap window
 
-        async def record() -> None:
-            cm = await client.get(CONFIGMAPS, "counter", args.namespace)
-            data = cm.setdefault("data", {})
-            intervals = json.loads(data.get("intervals", "[]"))
-            intervals.append([args.identity, start, time.time()])
-            data["intervals"] = json.dumps(intervals[-400:])
-            data["count"] = str(int(data.get("count", "0")) + 1)
-            await client.update(CONFIGMAPS, cm)
-
-        await retry_on_conflict(record)
+        cm = await client.get(CONFIGMAPS, "counter", args.namespace)
+        data = cm.setdefault("data", {})
+        intervals = json.loads(data.get("intervals", "[]"))
+        intervals.append([args.identity, start, time.time()])
+        data["intervals"] = json.dumps(intervals[-400:])
+        data["count"] = str(int(data.get("count", "0")) + 1)
+        await client.update(CONFIGMAPS, cm)  # a Conflict is retried by the controller
         return Result(requeue_after=0.2)
+
+    async def heartbeat() -> None:
+        """Leader work outside a controller: a merge patch (no resourceVersion) every 0.1 s, so a write is
+        always due when the process is paused, and lands unless something stops it."""
+        while True:
+            await asyncio.sleep(0.1)
+            patch = {"data": {"leader": args.identity, "at": str(time.time())}}
+            try:
+                await client.patch(CONFIGMAPS, "heartbeat", patch, args.namespace)
+            except errors.ApiError as exc:  # no heartbeat ConfigMap in this test, or the write was fenced
+                print(f"heartbeat not written: {exc}", flush=True)
 
     informer = manager.cache.informer_for(CONFIGMAPS, namespace=args.namespace)
     manager.add_controller(Controller("le-counter", reconciler_from(reconcile)).for_(informer))
+    manager.add_runnable(heartbeat)
     try:
         await manager.run()
+    except LeaderElectionLost:
+        print("leader election lost", flush=True)
+        sys.exit(1)
     finally:
         await client.close()
 

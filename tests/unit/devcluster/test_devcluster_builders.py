@@ -62,3 +62,20 @@ def test_kwok_stages_cover_node_and_pod_lifecycle_and_leave_readiness_gates_to_o
     # kwok's stock stage marks every readiness gate True; OME's controller must own ome.io/serving.
     assert "readinessGates" in ready["spec"]["next"]["statusTemplate"]
     assert "range .spec.readinessGates" not in ready["spec"]["next"]["statusTemplate"]
+
+
+def test_the_apiserver_audits_writes_only_when_given_a_policy() -> None:
+    pki = Pki(Path("/s/pki"))
+    plain = components.kube_apiserver(Path("/bin"), Path("/s"), pki, PORTS).argv
+    assert not [a for a in plain if a.startswith("--audit")]
+    audited = components.kube_apiserver(
+        Path("/bin"), Path("/s"), pki, PORTS, audit_policy=Path("/s/audit-policy.yaml"),
+        audit_log=Path("/s/logs/audit.log"),
+    ).argv
+    assert "--audit-policy-file=/s/audit-policy.yaml" in audited
+    assert "--audit-log-path=/s/logs/audit.log" in audited and "--audit-log-format=json" in audited
+    policy = yaml.safe_load(components.AUDIT_POLICY)
+    assert policy["kind"] == "Policy" and policy["omitStages"] == ["RequestReceived"]
+    reads, *_, writes = policy["rules"]
+    assert reads == {"level": "None", "verbs": ["get", "list", "watch"]}, "reads are never audited"
+    assert writes["level"] == "Metadata" and set(writes["verbs"]) >= {"create", "update", "patch", "delete"}
