@@ -18,6 +18,7 @@ loser requeues. The operation is recorded in status before the pod writes it lea
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping
@@ -54,6 +55,7 @@ Obj = dict[str, Any]
 log = structlog.get_logger("ome.controllers.instancerollout")
 
 PAUSE_FREEZE = "Freeze"
+_CONFLICT_RETRIES = 2
 _RECENT = 30.0
 """Seconds a pod write is remembered, so a pass on a cache that lags our writes does not repeat it."""
 
@@ -90,11 +92,20 @@ class InstanceRolloutReconciler:
             return Result()  # the InferenceReplica controller records the revision first
         raw = self._owned(PODS, replica)
         self._forget_observed(raw)
-        inputs = self._inputs(replica, update, known, raw)
-        plan = rollout_plan.plan(inputs)
-        written = await self._write_status(replica, plan)
-        if written is None:
-            return Result(requeue_after=plan.wake_after)
+        for attempt in range(_CONFLICT_RETRIES + 1):
+            plan = rollout_plan.plan(self._inputs(replica, update, known, raw))
+            try:
+                written = await self._write_status(replica, plan)
+                break
+            except errors.Conflict:
+                # The InferenceReplica controller wrote first: plan again on its write, now rather than
+                # after the work queue's backoff (no pod was touched yet).
+                if attempt == _CONFLICT_RETRIES:
+                    raise
+                replica = await self._client.get(INFERENCE_REPLICAS, req.name, req.namespace)
+                moved_on = (replica.get("status") or {}).get("updateRevision") != update
+                if teardown.deleting(replica) or moved_on:
+                    return Result()  # the change that raced us triggers its own pass
         await self._act(written, plan, known)
         await self._announce(written, plan)
         if plan.release_answered:
@@ -160,9 +171,8 @@ class InstanceRolloutReconciler:
 
     # -- status -------------------------------------------------------------------------------
 
-    async def _write_status(self, replica: Obj, plan: rollout_plan.Plan) -> Obj | None:
-        """The new rows, retry blocks and hold; the replica as written (or as cached when unchanged).
-        None when the write lost a race: the conflict requeues."""
+    async def _write_status(self, replica: Obj, plan: rollout_plan.Plan) -> Obj:
+        """The new rows, retry blocks and hold; the replica as written (or as cached when unchanged)."""
         prev = replica.get("status") or {}
         rows = {int(r["index"]): r for r in status.rows_of(prev)}
         rows.update(plan.rows)
@@ -225,27 +235,28 @@ class InstanceRolloutReconciler:
         return False
 
     async def _act(self, replica: Obj, plan: rollout_plan.Plan, known: Mapping[str, RevisionData]) -> None:
+        """Pod writes, each kind together: evictions and drains, in-place patches, creations, gates."""
         ns = replica["metadata"]["namespace"]
-        for name in sorted(set(plan.deletes)):
-            if not self._fresh("delete", ns, name):
-                with contextlib.suppress(errors.NotFound):
-                    await self._client.delete(PODS, name, ns)
-                    self.writes += 1
-        for name in sorted(set(plan.close_gates)):
-            await self._set_gate(ns, name, "False")
-        for name, digest in plan.image_patches:
-            if not self._fresh(f"patch-{digest}", ns, name):
-                patch = rollout_inplace.image_patch(known[digest], digest, names.REVISION_HASH_LABEL)
-                with contextlib.suppress(errors.NotFound):
-                    await self._client.patch(PODS, name, patch, ns, patch_type="strategic")
-                    self.writes += 1
-        for create in plan.creates:
-            body = self._pod_body(replica, create, known)
-            if self._fresh("create", ns, body["metadata"]["name"]):
-                continue
-            await self._create_pod(replica, body, create.index)
-        for name in sorted(set(plan.open_gates)):
-            await self._set_gate(ns, name, "True")
+        deletes = [n for n in sorted(set(plan.deletes)) if not self._fresh("delete", ns, n)]
+        await asyncio.gather(*(self._delete_pod(ns, n) for n in deletes))
+        await asyncio.gather(*(self._set_gate(ns, n, "False") for n in sorted(set(plan.close_gates))))
+        patches = [(n, d) for n, d in plan.image_patches if not self._fresh(f"patch-{d}", ns, n)]
+        await asyncio.gather(*(self._patch_images(ns, n, known[d], d) for n, d in patches))
+        bodies = [(c, self._pod_body(replica, c, known)) for c in plan.creates]
+        bodies = [(c, b) for c, b in bodies if not self._fresh("create", ns, b["metadata"]["name"])]
+        await asyncio.gather(*(self._create_pod(replica, b, c.index) for c, b in bodies))
+        await asyncio.gather(*(self._set_gate(ns, n, "True") for n in sorted(set(plan.open_gates))))
+
+    async def _delete_pod(self, ns: str, name: str) -> None:
+        with contextlib.suppress(errors.NotFound):
+            await self._client.delete(PODS, name, ns)
+            self.writes += 1
+
+    async def _patch_images(self, ns: str, name: str, data: RevisionData, digest: str) -> None:
+        patch = rollout_inplace.image_patch(data, digest, names.REVISION_HASH_LABEL)
+        with contextlib.suppress(errors.NotFound):
+            await self._client.patch(PODS, name, patch, ns, patch_type="strategic")
+            self.writes += 1
 
     def _pod_body(
         self, replica: Obj, create: rollout_plan.PodCreate, known: Mapping[str, RevisionData]

@@ -1,0 +1,121 @@
+"""Both OMENative controllers on one in-memory apiserver: a rollout moves Instances while the replica
+controller keeps the set, and neither undoes the other."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
+from ome.framework.reconcile import Request
+from ome.framework.resources import INFERENCE_REPLICAS
+from ome.omenative import instance_names as names
+from ome.omenative.rollout_retry import RetryPolicy
+from ome.omenative.rollout_settings import RolloutSettings
+from tests.unit.controllers.inferencereplica.world import World
+from tests.unit.omenative.builders import replica as replica_body
+from tests.unit.omenative.builders import runners
+
+Obj = dict[str, Any]
+REQ = Request("ns", "chat-engine")
+
+
+def rollout(world: World, **settings: Any) -> InstanceRolloutReconciler:
+    return InstanceRolloutReconciler(
+        world.client,  # type: ignore[arg-type]
+        world.api,  # type: ignore[arg-type]
+        RolloutSettings(**settings),
+        recorder=world.recorder,  # type: ignore[arg-type]
+        now=lambda: world.now,
+    )
+
+
+async def start(world: World, strategy: Obj, replicas: int = 3) -> None:
+    world.api.put(INFERENCE_REPLICAS, replica_body(replicas=replicas, lifecycle={"updateStrategy": strategy}))
+    await world.settle()
+
+
+def change_image(world: World, image: str) -> None:
+    replica = world.replica()
+    assert replica is not None
+    replica["spec"]["runners"] = runners(image=image)
+    replica["metadata"]["generation"] += 1
+
+
+def serving_instances(world: World) -> int:
+    serving = set()
+    for pod in world.pods().values():
+        conds = {c["type"]: c["status"] for c in (pod.get("status") or {}).get("conditions") or []}
+        if conds.get("Ready") == "True" and not pod["metadata"].get("deletionTimestamp"):
+            serving.add(pod["metadata"]["labels"][names.INSTANCE_INDEX_LABEL])
+    return len(serving)
+
+
+def rows(world: World) -> list[Obj]:
+    return copy.deepcopy((world.replica() or {})["status"]["instanceStatuses"])
+
+
+async def run(world: World, mover: InstanceRolloutReconciler, rounds: int = 40) -> list[int]:
+    seen = []
+    for _ in range(rounds):
+        await world.reconcile()
+        world.kubelet()
+        seen.append(serving_instances(world))
+        await mover.reconcile(REQ)
+        world.kubelet()
+        seen.append(serving_instances(world))
+        world.now += timedelta(seconds=1)
+        status = (world.replica() or {})["status"]
+        if status["currentRevision"] == status["updateRevision"] and len(world.pods()) == 3:
+            break
+    return seen
+
+
+async def test_surge_rollout_moves_every_instance_without_dropping_service() -> None:
+    world = World()
+    await start(world, {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}})
+    mover = rollout(world)
+    change_image(world, "img:2")
+    seen = await run(world, mover)
+    assert min(seen) >= 3
+    status = (world.replica() or {})["status"]
+    assert {r["runningRevision"] for r in status["instanceStatuses"]} == {status["updateRevision"]}
+    assert status["currentRevision"] == status["updateRevision"]
+    assert sorted(world.pods()) == [f"chat-engine-{i}-default-1" for i in range(3)]
+    # Settled: a pass of either controller writes nothing.
+    before = len(world.api.writes)
+    await mover.reconcile(REQ)
+    await world.reconcile()
+    assert len(world.api.writes) == before and mover.writes > 0
+
+
+async def test_recreate_rollout_keeps_to_max_unavailable() -> None:
+    world = World()
+    await start(world, {"type": "RecreatePod", "rollingUpdate": {"maxUnavailable": 1}})
+    mover = rollout(world)
+    change_image(world, "img:2")
+    seen = await run(world, mover)
+    assert min(seen) == 2
+    assert {p["metadata"]["labels"][names.INCARNATION_LABEL] for p in world.pods().values()} == {"2"}
+    assert (world.replica() or {})["status"]["currentRevision"] == (world.replica() or {})["status"][
+        "updateRevision"
+    ]
+
+
+async def test_replica_controller_keeps_the_rollout_fields() -> None:
+    world = World()
+    await start(world, {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}})
+    mover = rollout(world, retry=RetryPolicy())
+    change_image(world, "img:2")
+    await world.reconcile()
+    await mover.reconcile(REQ)
+    moving = [r for r in rows(world) if r["phase"] == "Updating"]
+    assert len(moving) == 1 and (world.replica() or {})["status"]["rolloutHold"]["gate"] == "Budget"
+    world.kubelet()
+    await world.reconcile()  # the replica controller's own status write keeps the Updating row
+    kept = [r for r in rows(world) if r["phase"] == "Updating"]
+    assert [r["operation"] for r in kept] == [r["operation"] for r in moving]
+    status = (world.replica() or {})["status"]
+    assert status["rolloutHold"]["gate"] == "Budget"
+    assert [r["phase"] for r in status["instanceStatuses"]].count("Updating") == 1
