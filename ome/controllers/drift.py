@@ -133,26 +133,32 @@ def render(path: Path) -> str:
 
 
 def _compare(want: Any, have: Any, path: Path, out: list[Path]) -> None:
-    if want is None or (isinstance(want, Mapping | list) and not want):
-        return  # no claim: applying an empty map or list removes nothing another manager set
-    if _empty(want):
-        if not _empty(have) and not _same_scalar(want, have, path):
-            out.append(path)  # we set it empty (e.g. false), someone set a value
-        return
-    if isinstance(want, Mapping):
-        if not isinstance(have, Mapping):
+    # JSON decodes to dict and list: exact type checks keep this walk cheap (it runs per child and
+    # reconcile), where isinstance against the Mapping ABC would dominate it.
+    kind = type(want)
+    if kind is dict:
+        if not want:
+            return  # no claim: applying an empty map removes nothing another manager set
+        if type(have) is not dict:
             out.append(path)
             return
         for key, value in want.items():
             _compare(value, have.get(key), (*path, key), out)
-    elif isinstance(want, list):
-        _compare_list(want, have, path, out)
-    elif not _same_scalar(want, have, path):
-        out.append(path)
+    elif kind is list:
+        if want:
+            _compare_list(want, have, path, out)
+    elif want is None:
+        return
+    elif _empty(want):
+        if not _empty(have) and not _same_scalar(want, have, path):
+            out.append(path)  # we set it empty (e.g. false), someone set a value
+    elif want != have or type(have) is bool or kind is bool:
+        if not _same_scalar(want, have, path):
+            out.append(path)
 
 
 def _compare_list(want: list[Any], have: Any, path: Path, out: list[Path]) -> None:
-    if not isinstance(have, list):
+    if type(have) is not list:
         out.append(path)
         return
     key = _list_key(want)
@@ -163,29 +169,30 @@ def _compare_list(want: list[Any], have: Any, path: Path, out: list[Path]) -> No
         for i, (w, h) in enumerate(zip(want, have, strict=True)):
             _compare(w, h, (*path, i), out)
         return
-    by_key = {item.get(key): item for item in have if isinstance(item, Mapping)}
+    by_key = {item.get(key): item for item in have if type(item) is dict}
     for item in want:
         _compare(item, by_key.get(item[key]), (*path, f"[{key}={item[key]}]"), out)
 
 
 def _list_key(items: Sequence[Any]) -> str | None:
     """The field that identifies every item (unique and present in each), if any."""
-    if not items or not all(isinstance(i, Mapping) for i in items):
+    if type(items[0]) is not dict or not all(type(i) is dict for i in items):
         return None
     for key in _LIST_KEYS:
         values = [i.get(key) for i in items]
-        if all(v is not None for v in values) and len(set(map(str, values))) == len(values):
+        if None not in values and len(set(map(str, values))) == len(values):
             return key
     return None
 
 
 def _empty(value: Any) -> bool:
     """What Go's omitempty leaves out: None, false, zero, "" and empty maps and lists."""
-    if value is None or isinstance(value, bool):
-        return value is None or value is False
-    if isinstance(value, int | float):
-        return value == 0
-    return isinstance(value, str | Mapping | list) and not value
+    if value is None or value is False:
+        return True
+    kind = type(value)
+    if kind is int or kind is float:
+        return bool(value == 0)
+    return (kind is str or kind is dict or kind is list) and not value
 
 
 def _same_scalar(want: Any, have: Any, path: Path) -> bool:
