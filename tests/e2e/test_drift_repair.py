@@ -97,7 +97,7 @@ async def test_an_edited_deployment_image_is_reverted_and_an_idle_service_writes
 async def test_an_edited_inference_replica_is_reverted(
     client: Client, namespace: str, ome_crds: list[str]
 ) -> None:
-    async with catalog(client, namespace) as cat, running_manager(client) as (_, writer):
+    async with catalog(client, namespace) as cat, running_manager(client) as (ctrl, writer):
         spec = {
             "model": {"name": cat.model},
             "runtime": {"name": cat.runtime},
@@ -121,3 +121,10 @@ async def test_an_edited_inference_replica_is_reverted(
 
         await eventually(reverted, timeout=30)
         assert ("apply", "InferenceReplica", "native-engine") in writer.writes[before:]
+        await asyncio.sleep(1.0)
+        settled = len(writer.writes)
+        for _ in range(3):  # repaired and settled: the next reconciles write no child
+            ctrl.queue.add(Request(namespace, "native"))
+            await asyncio.sleep(0.5)
+        assert child_writes(writer.writes[settled:]) == []
+        assert converge.TOLERATED.learned(namespace) == {}
