@@ -97,7 +97,7 @@ def choose(
 ) -> tuple[set[int], set[int]]:
     """Indices to keep and to remove: Ready Instances first, lowest indices first; new ones take the
     lowest free indices. Deleting Instances hold their index until their pods are gone."""
-    deleting = {i for i, r in rows.items() if r.get("phase") == "Deleting"}
+    deleting = {i for i, r in rows.items() if r.get("phase") == "Deleting" or replacement(r)}
     live = sorted(
         (set(rows) | set(pods)) - deleting, key=lambda i: (rows.get(i, {}).get("phase") != "Ready", i)
     )
@@ -109,6 +109,12 @@ def choose(
             keep.add(index)
         index += 1
     return keep, drop
+
+
+def replacement(row: Row) -> bool:
+    """A gang surge's replacement Instance (`ome.omenative.rollout_gang`): the rollout's, never counted
+    when scaling."""
+    return (row.get("operation") or {}).get("step") in ("GangSurgeTarget", "GangSurgeTargetCleanup")
 
 
 def adopt_row(ctx: Context, index: int, pods: list[PodView]) -> Row:
@@ -156,6 +162,8 @@ def step(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | None:
     phase = row.get("phase")
     if phase == "Deleting":
         return step_deleting(ctx, row, pods, out)
+    if replacement(row) or phase == "Updating":
+        return counted(ctx, row, pods, None)  # the rollout's (ome.omenative.rollout_plan)
     data = ctx.revisions.get(names.hash_of_revision(row.get("runningRevision") or ""))
     if data is None:
         return counted(ctx, row, pods, None)  # its revision is gone; nothing to render from

@@ -36,6 +36,7 @@ from typing import Any
 
 from ome.omenative import instance_names as names
 from ome.omenative import rollout_budget as budget
+from ome.omenative import rollout_gang as gang
 from ome.omenative import rollout_inplace as inplace
 from ome.omenative import rollout_retry as retry
 from ome.omenative.pods_view import format_time, parse_time
@@ -100,6 +101,8 @@ class Plan:
     retry_blocks: list[retry.Block] = field(default_factory=list)
     rollout_hold: Row | None = None
     release_answered: bool = False
+    removed: list[int] = field(default_factory=list)
+    """Rows that go: a gang surge's source once its pods are gone, an abandoned replacement."""
     wake_after: float | None = None
 
     def wake(self, seconds: float | None) -> None:
@@ -156,16 +159,64 @@ def plan(inp: Inputs) -> Plan:
     rows = {int(r["index"]): dict(r) for r in inp.rows}
     state = _Budget(inp, rows, by_index)
     for index in sorted(rows):
-        row = rows[index]
-        if moving(row):
+        row = rows.get(index)
+        if row is None:
+            continue
+        if moving(row) and "surgeIndex" in (row.get("operation") or {}):
+            blocks = _step_pair(inp, row, rows, by_index, blocks, out)
+        elif moving(row):
             new, blocks = step(inp, row, by_index.get(index, []), blocks, out)
             if new != row:
                 out.rows[index] = new
                 rows[index] = new
+        elif gang.is_target(row) and index not in out.rows and not _claimed(rows, index):
+            _set(rows, index, gang.clean(row, by_index.get(index, []), out), out)
     blocks = start_updates(inp, rows, by_index, blocks, state, out)
     out.retry_blocks = blocks
     out.wake(state.release_in)
     return out
+
+
+def _claimed(rows: Mapping[int, Row], index: int) -> bool:
+    """A replacement row whose source still names it (else it is cleaned up)."""
+    return any(
+        moving(r)
+        and (r.get("operation") or {}).get("surgeIndex") == index
+        and (r["operation"].get("step") == SURGE or r["operation"].get("step") == SURGE_DRAIN)
+        and rows[index].get("operation", {}).get("step") == gang.TARGET
+        for r in rows.values()
+    )
+
+
+def _set(rows: dict[int, Row], index: int, new: Row | None, out: Plan) -> None:
+    if new is None:
+        rows.pop(index, None)
+        out.rows.pop(index, None)
+        out.removed.append(index)
+    elif new != rows.get(index):
+        rows[index] = out.rows[index] = new
+
+
+def _step_pair(
+    inp: Inputs,
+    source: Row,
+    rows: dict[int, Row],
+    pods: Mapping[int, list[RolloutPod]],
+    blocks: list[retry.Block],
+    out: Plan,
+) -> list[retry.Block]:
+    op = source["operation"]
+    target = str(op.get("targetRevision"))
+    data = inp.revisions.get(digest(target))
+    if data is None:
+        return blocks
+    source = _clock(inp, source, dict(op))
+    surge_index = int(op["surgeIndex"])
+    new_source, new_target, blocks = gang.step(inp, source, rows, pods, data, target, blocks, out)
+    _set(rows, int(source["index"]), new_source, out)
+    if new_target is not None or surge_index in rows:
+        _set(rows, surge_index, new_target, out)
+    return blocks
 
 
 class _Budget:
@@ -268,8 +319,6 @@ def start_updates(
         if kind is None:
             _refuse(inp, row, out)
             continue
-        if kind == SURGE and old.multi_pod:
-            continue  # a whole replacement Instance: not implemented, the Instance stays
         if limit is not None:
             if kind == SURGE:
                 prior, extra = state.surge_prior(index)
@@ -286,10 +335,17 @@ def start_updates(
                     continue
         if block is not None:
             blocks = retry.replace(blocks, retry.started(block), target)
-        fresh = begin(inp, row, kind, pods.get(index, []), out)
-        # The first step's pod writes follow the status write that records the operation.
-        fresh, blocks = step(inp, fresh, pods.get(index, []), blocks, out)
-        out.rows[index] = rows[index] = fresh
+        if kind == SURGE and old.multi_pod:
+            # A whole replacement Instance at a new index; its pods follow the status write.
+            fresh, replacement = gang.start(inp, row, gang.free_index(rows, pods))
+            out.rows[index] = rows[index] = fresh
+            out.rows[replacement["index"]] = rows[replacement["index"]] = replacement
+            blocks = _step_pair(inp, fresh, rows, pods, blocks, out)
+        else:
+            fresh = begin(inp, row, kind, pods.get(index, []), out)
+            # The first step's pod writes follow the status write that records the operation.
+            fresh, blocks = step(inp, fresh, pods.get(index, []), blocks, out)
+            out.rows[index] = rows[index] = fresh
         started += 1
         if kind == SURGE:
             state.surging += 1
@@ -439,7 +495,7 @@ def attempt_failure(inp: Inputs, row: Row, current: list[RolloutPod], out: Plan)
     return None
 
 
-def _fail_block(
+def fail_block(
     inp: Inputs, target: str, failure: Row, blocks: list[retry.Block], out: Plan
 ) -> list[retry.Block]:
     block = retry.failed(retry.find(blocks, target), target, str(failure["reason"]), inp.policy, inp.now)
@@ -452,7 +508,7 @@ def _fail_block(
     return retry.replace(blocks, block, target) if target == inp.update_revision else blocks
 
 
-def _succeeded(target: str, blocks: list[retry.Block]) -> list[retry.Block]:
+def succeeded_block(target: str, blocks: list[retry.Block]) -> list[retry.Block]:
     block = retry.find(blocks, target)
     if block is not None and block.get("state") == retry.IN_PROGRESS:
         return retry.replace(blocks, None, target)
@@ -511,7 +567,7 @@ def step_surge(
             back = {k: v for k, v in row.items() if k not in ("operation",)}
             back.update(phase="Ready", targetRevision=row.get("runningRevision"), lastFailure=failure)
             back["readySince"] = back.get("readySince") or format_time(inp.now)
-            return back, _fail_block(inp, target, failure, blocks, out)
+            return back, fail_block(inp, target, failure, blocks, out)
         if not surge:
             out.creates.append(
                 PodCreate(row["index"], int(row.get("incarnation") or 1), digest(target), runner, new_ordinal)
@@ -529,7 +585,7 @@ def step_surge(
         if not pod.view.drained:
             return row, blocks
     out.deletes += [p.name for p in old]
-    return finish(inp, row, target, activeOrdinal=new_ordinal), _succeeded(target, blocks)
+    return finish(inp, row, target, activeOrdinal=new_ordinal), succeeded_block(target, blocks)
 
 
 def step_drain(
@@ -560,7 +616,7 @@ def step_drain(
     current = [p for p in pods if p.name in expected and not p.view.terminating]
     failure = attempt_failure(inp, row, current, out)
     if failure is not None:
-        return {**row, "phase": "Failed", "lastFailure": failure}, _fail_block(
+        return {**row, "phase": "Failed", "lastFailure": failure}, fail_block(
             inp, target, failure, blocks, out
         )
     missing = expected - {p.name for p in pods}
@@ -569,7 +625,7 @@ def step_drain(
         out.creates.append(PodCreate(row["index"], incarnation, digest(target), runner, ordinal))
     open_when_ready(current, len(expected), out)
     if len(current) == len(expected) and settled(inp, current, out):
-        return finish(inp, row, target, activeOrdinal=active(row)), _succeeded(target, blocks)
+        return finish(inp, row, target, activeOrdinal=active(row)), succeeded_block(target, blocks)
     return row, blocks
 
 
@@ -609,8 +665,8 @@ def step_in_place(
     failure = attempt_failure(inp, row, current, out)
     if failure is not None:
         new = {**row, "phase": "Failed", "lastFailure": failure, "runningRevision": target}
-        return new, _fail_block(inp, target, failure, blocks, out)
+        return new, fail_block(inp, target, failure, blocks, out)
     open_when_ready(current, 1, out)
     if settled(inp, current, out):
-        return finish(inp, row, target, activeOrdinal=active(row)), _succeeded(target, blocks)
+        return finish(inp, row, target, activeOrdinal=active(row)), succeeded_block(target, blocks)
     return row, blocks

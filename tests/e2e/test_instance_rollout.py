@@ -381,3 +381,26 @@ async def test_pause_holds_the_rollout_and_resume_continues(
     with contextlib.suppress(errors.NotFound):
         await client.patch(INFERENCE_REPLICAS, "paused-engine", {"spec": {"paused": None}}, namespace)
     await settled(client, namespace, "paused-engine")
+
+
+async def test_leader_and_workers_surge_whole_at_a_new_index(
+    client: Client, namespace: str, manager: Manager
+) -> None:
+    strategy = {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}
+    body = replica("gang-engine", strategy, replicas=1, runners=runners(workers=2))
+    await client.create(INFERENCE_REPLICAS, body, namespace)
+    await settled(client, namespace, "gang-engine", 1)
+    assert sorted(await pods_of(client, namespace)) == [
+        "gang-engine-0-leader-0",
+        "gang-engine-0-worker-0",
+        "gang-engine-0-worker-1",
+    ]
+    async with sampling(client, namespace) as sampler:
+        new = await set_runners(client, namespace, "gang-engine", runners("vllm:2", workers=2))
+        done = await settled(client, namespace, "gang-engine", 1)
+    assert sampler.min_serving >= 1, sampler  # the old gang served until the new one did
+    rows = done["status"]["instanceStatuses"]
+    assert [(r["index"], r["incarnation"], r["runningRevision"]) for r in rows] == [(1, 1, new)]
+    pods = await pods_of(client, namespace)
+    assert sorted(pods) == ["gang-engine-1-leader-0", "gang-engine-1-worker-0", "gang-engine-1-worker-1"]
+    assert {p["spec"]["containers"][0]["image"] for p in pods.values()} == {"vllm:2"}

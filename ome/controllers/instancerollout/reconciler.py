@@ -176,6 +176,8 @@ class InstanceRolloutReconciler:
         prev = replica.get("status") or {}
         rows = {int(r["index"]): r for r in status.rows_of(prev)}
         rows.update(plan.rows)
+        for index in plan.removed:
+            rows.pop(index, None)
         new = {
             k: v
             for k, v in prev.items()

@@ -481,3 +481,83 @@ def test_a_failed_recreate_is_retried_with_new_pods_once_the_backoff_allows() ->
     row = due.rows[0]
     assert row["phase"] == "Updating" and row["incarnation"] == 3 and row["operation"]["retryCount"] == 1
     assert due.deletes == ["chat-engine-0-default-0"]
+
+
+# -- gang surge -------------------------------------------------------------------------------------
+
+GANG_OLD = from_spec({"runners": builders.runners(workers=2, image="img:1")})
+GANG_NEW = from_spec({"runners": builders.runners(workers=2, image="img:2")})
+assert GANG_OLD is not None and GANG_NEW is not None
+G_OLD, G_NEW = revision_hash(GANG_OLD), revision_hash(GANG_NEW)
+
+
+def gang_pods(index: int, digest: str, **kw: Any) -> list[RolloutPod]:
+    out = []
+    for runner, ordinal in (("leader", 0), ("worker", 0), ("worker", 1)):
+        p = pod(index, ordinal, digest=digest, **kw)
+        name = f"chat-engine-{index}-{runner}-{ordinal}"
+        out.append(dataclasses.replace(p, view=dataclasses.replace(p.view, name=name, runner=runner)))
+    return out
+
+
+def gang_inputs(rows: list[Row], pods: list[RolloutPod], **kw: Any) -> rp.Inputs:
+    base = inputs(rows, pods, target=f"chat-engine-{G_NEW}", **kw)
+    return dataclasses.replace(base, desired=1, revisions={G_OLD: GANG_OLD, G_NEW: GANG_NEW})
+
+
+def test_gang_surge_starts_a_whole_replacement_at_a_new_index_then_drains_the_source() -> None:
+    old_rev, new_rev = f"chat-engine-{G_OLD}", f"chat-engine-{G_NEW}"
+    source = ready_row(0, old_rev)
+    out = rp.plan(gang_inputs([source], gang_pods(0, G_OLD)))
+    assert out.rows[0]["operation"]["surgeIndex"] == 1 and out.rows[0]["phase"] == "Updating"
+    target = out.rows[1]
+    assert (target["phase"], target["incarnation"], target["operation"]["step"]) == (
+        "Creating",
+        1,
+        "GangSurgeTarget",
+    )
+    assert sorted((c.runner, c.ordinal, c.index) for c in out.creates) == [
+        ("leader", 0, 1),
+        ("worker", 0, 1),
+        ("worker", 1, 1),
+    ]
+    rows = [out.rows[0], target]
+    ready = gang_pods(1, G_NEW, gate=None, created=NOW)
+    opened = rp.plan(gang_inputs(rows, [*gang_pods(0, G_OLD), *ready]))
+    assert sorted(opened.open_gates) == [
+        "chat-engine-1-leader-0",
+        "chat-engine-1-worker-0",
+        "chat-engine-1-worker-1",
+    ]
+    serving = gang_pods(1, G_NEW, created=NOW)
+    drain = rp.plan(gang_inputs(rows, [*gang_pods(0, G_OLD), *serving]))
+    assert drain.rows[0]["operation"]["step"] == "SurgeDrain" and len(drain.close_gates) == 3
+    drained = gang_pods(0, G_OLD, gate="False", ready=False)
+    deleting = rp.plan(gang_inputs([drain.rows[0], target], [*drained, *serving]))
+    assert len(deleting.deletes) == 3 and not deleting.removed
+    done = rp.plan(gang_inputs([drain.rows[0], target], serving))
+    assert done.removed == [0]
+    promoted = done.rows[1]
+    assert (
+        promoted["phase"] == "Ready"
+        and promoted["runningRevision"] == new_rev
+        and "operation" not in promoted
+    )
+
+
+def test_a_failed_replacement_is_abandoned_and_the_source_keeps_serving() -> None:
+    old_rev = f"chat-engine-{G_OLD}"
+    start = rp.plan(gang_inputs([ready_row(0, old_rev)], gang_pods(0, G_OLD)))
+    rows = [start.rows[0], start.rows[1]]
+    bad = gang_pods(1, G_NEW, gate=None, waiting="ImagePullBackOff", created=NOW)
+    out = rp.plan(gang_inputs(rows, [*gang_pods(0, G_OLD), *bad]))
+    assert out.rows[0]["phase"] == "Ready" and out.rows[0]["runningRevision"] == old_rev
+    assert out.rows[1]["operation"]["step"] == "GangSurgeTargetCleanup" and len(out.deletes) == 3
+    assert out.events[0] == (
+        "Warning",
+        "GangSurgeAbandoned",
+        f"OMENative component=engine instance=0 abandoned failed gang surge (surge-index=1); resetting to revision "
+        f"{old_rev} for a fresh rollout",
+    )
+    gone = rp.plan(gang_inputs([out.rows[0], out.rows[1]], gang_pods(0, G_OLD), blocks=out.retry_blocks))
+    assert gone.removed == [1]
