@@ -3,7 +3,8 @@
 Steps, each a short method: TTL first (so no spec problem keeps an expired service alive), then
 VirtualDeployment, model, runtime, components in order (engine, decoder, router), the external Service,
 cleanup of removed components, status. Reads come only from the shared cache; writes are server-side
-applies that happen only when a desired object changed (converge.py), so a no-op reconcile writes nothing.
+applies that happen only when a desired object changed or a field OME sets drifted out of band
+(converge.py), so a no-op reconcile writes nothing. The config is read once per reconcile.
 
 A service with spec.replicaRefs takes its own path (no model, runtime or workload): per referenced role it
 reads the standalone InferenceReplica from the cache, keeps the stable Service `{isvc}-{role}` in front of
