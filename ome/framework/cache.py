@@ -8,6 +8,16 @@ forgotten `informer_for()` fails in the first test rather than as a silent clust
 (framework.md rule 10). Reading before the informer's first sync raises `NotSyncedError`, since an
 empty answer would look like "nothing exists" and make reconcilers create duplicates.
 
+What a list covers. An informer scoped to a namespace, a label selector or a field selector holds only
+part of the resource, and a list answered from it would silently look complete. So `list` answers only
+from informers that cover the whole read: an informer of all namespaces, or of the one read; with no
+selector, or one the read's `label_selector` implies (`{"app": "x"}` implies `app=x` and `app`). When
+informers exist but none covers the read, it raises `PartialListError`, naming their scopes. A read by
+`index` (objects by owner, say) is the exception: it answers from every informer of the resource in its
+namespace, and the result's `scope` names the selectors it came from. Every list is a `Listed`, a list
+that carries its `scope`. `get` answers from any informer of the namespace: a NotFound from a scoped
+informer means "not in that scope".
+
 Returned objects are the stored dicts, shared with every other reader: treat them as immutable
 and mutate a `deepcopy_obj()` instead (an orjson round trip: ~15 µs against ~130 µs for
 copy.deepcopy, §2b).
@@ -30,7 +40,7 @@ from ome.framework.resources import Resource
 from ome.framework.store import NAMESPACE_INDEX
 
 Obj = dict[str, Any]
-_Key = tuple[Resource, str | None, str | None, bool]
+_Key = tuple[Resource, str | None, str | None, str | None, bool]
 
 
 class CacheError(Exception):
@@ -39,6 +49,43 @@ class CacheError(Exception):
 
 class NoInformerError(CacheError, LookupError):
     """No informer covers the resource and namespace read: register one with `informer_for()`."""
+
+
+class PartialListError(NoInformerError):
+    """Informers of the resource exist, but each holds only part of what the list asks for."""
+
+
+Requirement = tuple[str, str | None]
+"""A label requirement: (key, value) for `key=value`, (key, None) for "the key exists"."""
+
+
+class Listed(builtins.list[dict[str, Any]]):
+    """Cached objects, and `scope`: the selectors of the informers that answered ("" for none)."""
+
+    scope: tuple[str, ...] = ()
+
+
+def requirements(selector: Mapping[str, str] | str | None) -> builtins.list[Requirement] | None:
+    """The requirements of an equality or existence selector; None for other syntax (`!=`, `in`, `!k`)."""
+    if selector is None:
+        return []
+    if not isinstance(selector, str):
+        return [(key, value) for key, value in sorted(selector.items())]
+    found: builtins.list[Requirement] = []
+    for part in (p.strip() for p in selector.split(",") if p.strip()):
+        if any(mark in part for mark in ("!", " in ", " notin ", "(")):
+            return None
+        key, sep, value = part.partition("==") if "==" in part else part.partition("=")
+        found.append((key.strip(), value.strip() if sep else None))
+    return found
+
+
+def implies(read: builtins.list[Requirement], scope: builtins.list[Requirement] | None) -> bool:
+    """Whether every object matching `read` also matches `scope` (None: a scope we cannot reason about)."""
+    if scope is None:
+        return False
+    have = dict(read)
+    return all(key in have and (value is None or have[key] == value) for key, value in scope)
 
 
 class NotSyncedError(CacheError):
@@ -51,9 +98,10 @@ def deepcopy_obj(obj: Obj) -> Obj:
     return copied
 
 
-def matches_labels(obj: Obj, selector: Mapping[str, str]) -> bool:
+def matches_labels(obj: Obj, selector: Mapping[str, str] | builtins.list[Requirement]) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    return all(labels.get(key) == value for key, value in selector.items())
+    pairs = selector.items() if isinstance(selector, Mapping) else selector
+    return all(key in labels if value is None else labels.get(key) == value for key, value in pairs)
 
 
 class SharedCache:
@@ -79,13 +127,16 @@ class SharedCache:
         *,
         namespace: str | None = None,
         label_selector: Mapping[str, str] | str | None = None,
+        field_selector: str | None = None,
         metadata_only: bool = False,
         transform: Transform | None = None,
     ) -> Informer:
         """The shared informer for this key, created (and started, if the cache runs) on first use."""
         if namespace and not res.namespaced:
             raise ValueError(f"{res.kind} is cluster-scoped; it has no namespace {namespace!r}")
-        key: _Key = (res, namespace or None, selector_string(label_selector), metadata_only)
+        key: _Key = (
+            res, namespace or None, selector_string(label_selector), field_selector or None, metadata_only
+        )
         informer = self._informers.get(key)
         if informer is not None:
             if self._transforms[key] is not transform:
@@ -96,6 +147,7 @@ class SharedCache:
             res,
             namespace=key[1],
             label_selector=key[2],
+            field_selector=key[3],
             metadata_only=metadata_only,
             transform=transform,
             settings=self._settings,
@@ -150,14 +202,25 @@ class SharedCache:
         res: Resource,
         namespace: str | None = None,
         *,
-        label_selector: Mapping[str, str] | None = None,
+        label_selector: Mapping[str, str] | str | None = None,
         index: tuple[str, str] | None = None,
-    ) -> builtins.list[Obj]:
-        """Cached objects, optionally in one namespace, matching labels, and/or from an index."""
+    ) -> Listed:
+        """Cached objects, optionally in one namespace, matching labels, and/or from an index.
+
+        Without `index`, only informers that cover the whole read answer; see the module docstring.
+        `label_selector` takes equality and existence requirements (`{"a": "b"}`, `"a=b,c"`).
+        """
         if namespace and not res.namespaced:
             raise ValueError(f"{res.kind} is cluster-scoped; it has no namespace {namespace!r}")
+        wanted = requirements(label_selector)
+        if wanted is None:
+            raise ValueError(f"label selector {label_selector!r}: only k=v and k requirements are read")
         result: dict[str, Obj] = {}  # keyed, since informers with different selectors may overlap
-        for informer in self._readers(res, namespace):
+        if index is not None:
+            readers = self._readers(res, namespace)
+        else:
+            readers = self._covering(res, namespace, wanted)
+        for informer in readers:
             store = informer.store
             if index is not None:
                 candidates = store.by_index(*index)
@@ -169,16 +232,39 @@ class SharedCache:
                 meta = obj.get("metadata") or {}
                 if namespace and meta.get("namespace") != namespace:
                     continue
-                if label_selector and not matches_labels(obj, label_selector):
+                if wanted and not matches_labels(obj, wanted):
                     continue
                 result.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", obj)
-        return [*result.values()]
+        listed = Listed(result.values())
+        listed.scope = tuple(sorted({_scope(informer) for informer in readers}))
+        return listed
+
+    def _covering(
+        self, res: Resource, namespace: str | None, wanted: builtins.list[Requirement]
+    ) -> builtins.list[Informer]:
+        """The informers that hold every object of `res` in `namespace` matching `wanted`."""
+        readers = self._readers(res, namespace)
+        covering = [
+            informer
+            for informer in readers
+            if (informer.namespace is None or informer.namespace == namespace)
+            and informer.field_selector is None
+            and implies(wanted, requirements(informer.label_selector))
+        ]
+        if not covering:
+            scopes = "; ".join(sorted(_scope(i) or "everything" for i in readers))
+            raise PartialListError(
+                f"no informer holds every {res.name}{f' in {namespace}' if namespace else ''} matching "
+                f"{label_string(wanted) or 'no selector'} (informers: {scopes}); list within an informer's "
+                "selector, or register one that covers the read"
+            )
+        return covering
 
     def _readers(self, res: Resource, namespace: str | None) -> builtins.list[Informer]:
-        """Informers that can answer for `res` in `namespace` (None: all namespaces, or cluster scope)."""
+        """Informers of `res` that may hold objects of `namespace` (None: any namespace, or cluster scope)."""
         found = [
             informer
-            for (kind, ns, _, _), informer in self._informers.items()
+            for (kind, ns, _, _, _), informer in self._informers.items()
             if kind == res and (ns is None or namespace is None or ns == namespace)
         ]
         if not found:
@@ -192,3 +278,13 @@ class SharedCache:
             if not informer.has_synced:
                 raise NotSyncedError(f"informer for {res.name} has not synced yet")
         return readers
+
+
+def label_string(reqs: builtins.list[Requirement]) -> str:
+    return ",".join(key if value is None else f"{key}={value}" for key, value in reqs)
+
+
+def _scope(informer: Informer) -> str:
+    """What an informer holds, beyond its resource: "" for everything."""
+    namespace = f"namespace={informer.namespace}" if informer.namespace else None
+    return ",".join(p for p in (namespace, informer.label_selector, informer.field_selector) if p)

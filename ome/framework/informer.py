@@ -84,6 +84,7 @@ class Informer:
         self.resource = res
         self.namespace = namespace
         self.label_selector = selector_string(label_selector)
+        self.field_selector = field_selector or None
         self.metadata_only = metadata_only
         self.store = Store()
         self._handlers: list[Handler] = []

@@ -6,6 +6,13 @@ download workers). A task labels the node `Updating`, prepares the weights, then
 `Failed` with a reason. A cancelled task (the model was deleted or changed) reports nothing: it is not a
 failure. A model is prepared again only when something that decides its files changes (its labels,
 annotations, or storage other than the node selection), as the docs describe; descriptive edits do not.
+
+The node's labels are read from the cache on every reconcile (the agent watches its own Node), so a
+label change that makes a model select, or stop selecting, this node takes effect at once.
+
+Nothing here blocks the event loop: deleting weights runs in a thread. A download slot (the semaphore)
+is held until the download's thread has ended, even when its task was cancelled, so no more downloads
+run at once than configured.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from typing import Any, Protocol
 import structlog
 
 from ome.framework.reconcile import Request, Result
-from ome.framework.resources import BASE_MODELS, CLUSTER_BASE_MODELS, Resource
+from ome.framework.resources import BASE_MODELS, CLUSTER_BASE_MODELS, NODES, Resource
 from ome.modelagent import prepare, staging
 from ome.modelagent.prepare import PrepareError, PrepareSettings, SecretReader
 from ome.modelagent.reporter import NodeReporter
@@ -74,21 +81,35 @@ class ModelAgent:
     """Reconciler over (Cluster)BaseModels for one node."""
 
     def __init__(self, reader: Reader, reporter: NodeReporter, secrets: SecretReader, *,
-                 node_labels: dict[str, str], settings: PrepareSettings, workers: int = 2) -> None:
+                 settings: PrepareSettings, workers: int = 2,
+                 node_labels: dict[str, str] | None = None) -> None:
+        """`node_labels` stand in for the node's until the cache holds it (tests pass them alone)."""
         self._reader = reader
         self._reporter = reporter
         self._secrets = secrets
-        self._node_labels = node_labels
+        self._fallback_labels = dict(node_labels or {})
+        self._seeded = False
         self._settings = settings
         self._slots = asyncio.Semaphore(workers)
         self._tasks: dict[Request, tuple[str, asyncio.Task[None]]] = {}
         self._prepared: dict[Request, str] = {}
         self._paths: dict[Request, str] = {}
 
+    def node_labels(self) -> dict[str, str]:
+        """This node's labels as cached now; the first read also tells the reporter which labels exist."""
+        node = self._reader.get_or_none(NODES, self._reporter.node)
+        if node is None:
+            return self._fallback_labels
+        found = dict(node["metadata"].get("labels") or {})
+        if not self._seeded:
+            self._reporter.seed_labels(found)
+            self._seeded = True
+        return found
+
     async def reconcile(self, req: Request) -> Result:
         res = BASE_MODELS if req.namespace else CLUSTER_BASE_MODELS
         model = self._reader.get_or_none(res, req.name, req.namespace or None)
-        if model is None or not eligible(model, self._reporter.node, self._node_labels):
+        if model is None or not eligible(model, self._reporter.node, self.node_labels()):
             await self.release(req, model)
             return Result()
         fp = fingerprint(model)
@@ -111,8 +132,9 @@ class ModelAgent:
         self._prepared.pop(req, None)
         path = self._paths.pop(req, None)
         if model is not None and path is not None and self._may_delete_files(model, path):
-            staging.remove_tree(Path(path))
-            staging.remove_tree(staging.staging_dir(Path(path)))
+            # Weights are gigabytes: deleting them takes seconds, never on the event loop.
+            await asyncio.to_thread(staging.remove_tree, Path(path))
+            await asyncio.to_thread(staging.remove_tree, staging.staging_dir(Path(path)))
             log.info("model files deleted", model=str(req), path=path)
         await self._reporter.forget(keys.label, keys.entry)
         log.info("model released on node", model=str(req), node=self._reporter.node)

@@ -1,8 +1,9 @@
 """`ome-model-agent`: runs on every node (a DaemonSet) and keeps the models that select the node there.
 
-Reads its node once at start (the documented behaviour: a node's label changes take effect when the agent
-restarts), watches BaseModels and ClusterBaseModels, and reports each model on the node through the node
-label and the node's status ConfigMap. On start it also drops reports of models that no longer exist.
+Watches its own Node (so a label change that makes a model select, or stop selecting, the node takes
+effect without a restart), BaseModels and ClusterBaseModels, and reports each model on the node through
+the node label and the node's status ConfigMap. Once the caches are synced it also drops reports of models
+that no longer exist. A SIGTERM before then ends it cleanly (exit 0), as for ome-manager.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import structlog
 
 from ome.cmd import flags
-from ome.framework import errors, resources
+from ome.framework import errors, predicates, resources
 from ome.framework.client import Client
 from ome.framework.controller import Controller
 from ome.framework.log_setup import configure_logging
@@ -44,35 +45,43 @@ class AgentOptions:
     install_signal_handlers: bool = True
 
 
-async def build(client: Client, options: AgentOptions) -> tuple[Manager, ModelAgent]:
-    """The agent's manager (one controller, one start-up sweep) and its reconciler."""
-    node = await client.get(resources.NODES, options.node_name)
-    node_labels = dict(node["metadata"].get("labels") or {})
+MODEL_KINDS = (resources.BASE_MODELS, resources.CLUSTER_BASE_MODELS)
+
+
+def build(client: Client, options: AgentOptions) -> tuple[Manager, ModelAgent]:
+    """The agent's manager (one controller, one start-up sweep) and its reconciler; no I/O until run."""
     reporter = NodeReporter(client, options.node_name, options.namespace)
-    reporter.seed_labels(node_labels)
     manager = Manager(client, ManagerOptions(
         metrics_bind_address=options.metrics_bind_address,
         health_probe_bind_address=options.health_probe_bind_address,
         leader_election=None, install_signal_handlers=options.install_signal_handlers))
-    agent = ModelAgent(manager.cache, reporter, SecretReader(client), node_labels=node_labels,
-                       settings=options.prepare, workers=options.workers)
+    agent = ModelAgent(manager.cache, reporter, SecretReader(client), settings=options.prepare,
+                       workers=options.workers)
     controller = Controller(f"modelagent-{options.node_name}", agent, max_concurrent_reconciles=4)
-    for res in (resources.BASE_MODELS, resources.CLUSTER_BASE_MODELS):
+    for res in MODEL_KINDS:
         controller.for_(manager.cache.informer_for(res))
+    node = manager.cache.informer_for(resources.NODES, field_selector=f"metadata.name={options.node_name}")
+
+    def every_model(_node: object) -> list[Request]:
+        return [Request(m["metadata"].get("namespace") or "", m["metadata"]["name"])
+                for res in MODEL_KINDS for m in manager.cache.list(res)]
+
+    controller.watches(node, every_model, predicates.labels_changed)
     manager.add_controller(controller)
 
     async def sweep() -> None:
-        await sweep_orphans(client, manager, reporter, node_labels, options.namespace)
+        await sweep_orphans(client, manager, agent, reporter, options.namespace)
 
     manager.add_runnable(sweep)
     return manager, agent
 
 
-async def sweep_orphans(client: Client, manager: Manager, reporter: NodeReporter, node_labels: dict[str, str],
+async def sweep_orphans(client: Client, manager: Manager, agent: ModelAgent, reporter: NodeReporter,
                         namespace: str) -> None:
     """Reports (labels, entries) on this node for models that are gone or no longer select it."""
     wanted_labels, wanted_entries = set(), set()
-    for res in (resources.BASE_MODELS, resources.CLUSTER_BASE_MODELS):
+    node_labels = agent.node_labels()  # from the synced cache; also seeds the reporter's known labels
+    for res in MODEL_KINDS:
         for model in manager.cache.list(res):
             if eligible(model, reporter.node, node_labels):
                 keys = Keys.of(Request(model["metadata"].get("namespace") or "", model["metadata"]["name"]))
@@ -124,7 +133,7 @@ def options_from(args: argparse.Namespace) -> AgentOptions:
 
 async def run(args: argparse.Namespace) -> int:
     async with await Client.from_environment(args.kubeconfig) as client:
-        manager, agent = await build(client, options_from(args))
+        manager, agent = build(client, options_from(args))
         try:
             await manager.run()
         finally:

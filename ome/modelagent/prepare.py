@@ -3,6 +3,10 @@
 `local://` is checked, `hf://` downloaded (in a thread, with a progress monitor on the event loop),
 `vendor://` taken as it is; any other scheme fails with a reason naming it, so no node is left
 `Updating` for a model nobody can fetch. `pvc://` never gets here: the agent skips those models.
+
+File-system work (the directory scan after prepare, the progress monitor's walk of the download
+directory) runs in threads. A cancelled download asks its thread to stop at the next file and waits for
+it to end before the cancellation goes on, so the caller's download slot is released only then.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -30,6 +34,7 @@ from ome.models.status import SKIP_CONFIG_PARSING
 
 Obj = dict[str, Any]
 ProgressSink = Callable[[Progress], Awaitable[None]]
+_T = TypeVar("_T")
 
 
 class PrepareError(Exception):
@@ -90,7 +95,7 @@ async def prepare(model: Obj, settings: PrepareSettings, secrets: SecretReader,
     else:
         scheme = storage.scheme_of(uri) or uri
         raise PrepareError(f"unsupported storage scheme {scheme!r}: the model agent has no downloader for it")
-    return read_config(model, target)
+    return await asyncio.to_thread(read_config, model, target)
 
 
 def read_config(model: Obj, target: Path) -> ModelConfig | None:
@@ -109,21 +114,41 @@ async def _download_hf(source: storage.HfSource, target: Path, token: str | None
                        on_progress: ProgressSink) -> None:
     endpoint = settings.hf_endpoint
     plan = await asyncio.to_thread(hf.plan, source.repo_id, source.revision, endpoint=endpoint, token=token)
-    if hf.is_published(target, plan):
+    if await asyncio.to_thread(hf.is_published, target, plan):
         return
     stop, done = threading.Event(), [0]
     interval = settings.progress_interval
     monitor = asyncio.create_task(_monitor(source, plan, target, done, interval, on_progress))
     try:
-        await asyncio.to_thread(hf.download, source.repo_id, plan, target, endpoint=endpoint, token=token,
-                                stop=stop, on_file=lambda _f: done.__setitem__(0, done[0] + 1))
+        await run_to_end(stop, hf.download, source.repo_id, plan, target, endpoint=endpoint, token=token,
+                         stop=stop, on_file=lambda _f: done.__setitem__(0, done[0] + 1))
     except hf.DownloadError as exc:
         raise PrepareError(str(exc)) from exc
     finally:
-        stop.set()  # a cancelled await leaves the thread running: make it stop at the next file
         monitor.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await monitor
+
+
+async def run_to_end(stop: threading.Event, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+    """`fn` in a thread; when cancelled, set `stop` and wait for the thread to end, then re-raise.
+
+    A thread cannot be killed: returning at once would leave it writing while its caller believes
+    the work is over (and hands its download slot to the next model).
+    """
+    thread = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+    try:
+        return await asyncio.shield(thread)
+    except asyncio.CancelledError:
+        stop.set()
+        while not thread.done():
+            try:
+                await asyncio.shield(thread)
+            except asyncio.CancelledError:
+                continue  # cancelled again while waiting: the thread still has to end first
+            except Exception:
+                break  # it ended with an error; the cancellation is what the caller asked for
+        raise
 
 
 async def _monitor(source: storage.HfSource, plan: hf.Plan, target: Path, done: list[int], interval: float,
@@ -131,12 +156,12 @@ async def _monitor(source: storage.HfSource, plan: hf.Plan, target: Path, done: 
     """Log and publish bytes on disk and the rate, every `interval` seconds, until cancelled."""
     log = structlog.get_logger("modelagent").bind(repo=source.repo_id, commit=plan.commit)
     staged = staging.staging_dir(target)
-    last_bytes, last_time = staging.directory_bytes(staged), time.monotonic()
+    last_bytes, last_time = await asyncio.to_thread(staging.directory_bytes, staged), time.monotonic()
     log.info("download started", total_bytes=plan.total_bytes, files=len(plan.files),
              resumed_bytes=last_bytes)
     while True:
         await asyncio.sleep(interval)
-        now_bytes, now = staging.directory_bytes(staged), time.monotonic()
+        now_bytes, now = await asyncio.to_thread(staging.directory_bytes, staged), time.monotonic()
         rate = max(now_bytes - last_bytes, 0) / max(now - last_time, 1e-6)
         last_bytes, last_time = now_bytes, now
         completed = min(now_bytes, plan.total_bytes)

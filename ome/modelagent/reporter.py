@@ -9,7 +9,7 @@ the reporter remembers what it last wrote and skips a write that would change no
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -22,9 +22,6 @@ from ome.models.entries import Entry
 Obj = dict[str, Any]
 log = structlog.get_logger("modelagent.reporter")
 
-LABEL_RETRIES: Final = 5
-LABEL_RETRY_DELAY: Final = 0.1
-
 
 class ApiClient(Protocol):
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj: ...
@@ -32,7 +29,7 @@ class ApiClient(Protocol):
     async def create(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj: ...
 
     async def patch(self, res: Resource, name: str, patch: Obj | list[Obj], namespace: str | None = None, *,
-                    patch_type: PatchType = "merge") -> Obj: ...
+                    patch_type: PatchType = "merge", idempotent: bool = False) -> Obj: ...
 
 
 class NodeReporter:
@@ -71,16 +68,15 @@ class NodeReporter:
         # "add" sets or replaces; "remove" of an absent label fails with 422, which means done.
         ops: list[Obj] = [{"op": "add", "path": path, "value": value} if value is not None
                           else {"op": "remove", "path": path}]
-        for attempt in range(1, LABEL_RETRIES + 1):
-            try:
-                await self._client.patch(resources.NODES, self.node, ops, patch_type="json")
-                break
-            except errors.ApiError as exc:
-                if value is None and exc.status in (404, 422):
-                    break  # already gone (or the node is): removing is done
-                if attempt == LABEL_RETRIES:
-                    raise
-                await asyncio.sleep(LABEL_RETRY_DELAY)
+        try:
+            # Setting (or removing) one label twice is the same as once: the client's retry policy may
+            # resend it after a dropped connection.
+            await self._client.patch(resources.NODES, self.node, ops, patch_type="json", idempotent=True)
+        except errors.ApiError as exc:
+            if value is None and exc.status in (404, 422):
+                pass  # already gone (or the node is): removing is done
+            else:
+                raise
         self._labels[key] = value
         log.info("node label set", node=self.node, label=key, value=value)
 

@@ -34,7 +34,7 @@ class Lister(Protocol):
         res: Resource,
         namespace: str | None = None,
         *,
-        label_selector: Mapping[str, str] | None = None,
+        label_selector: Mapping[str, str] | str | None = None,
         index: tuple[str, str] | None = None,
     ) -> list[Obj]: ...
 
@@ -58,7 +58,8 @@ class Revisions:
     def list(self) -> list[Obj]:
         cached = [
             rev
-            for rev in self._reader.list(resources.CONTROLLER_REVISIONS, self.namespace)
+            for rev in self._reader.list(resources.CONTROLLER_REVISIONS, self.namespace,
+                                         label_selector=REVISION_SELECTOR)
             if rr.RUNTIME_OF_LABEL in ((rev.get("metadata") or {}).get("labels") or {})
         ]
         names = {rev["metadata"]["name"] for rev in cached}

@@ -10,7 +10,15 @@ import pytest
 from kubernetes_asyncio.client import Configuration
 
 from ome.framework import errors, resources
-from ome.framework.cache import NoInformerError, NotSyncedError, SharedCache, deepcopy_obj
+from ome.framework.cache import (
+    NoInformerError,
+    NotSyncedError,
+    PartialListError,
+    SharedCache,
+    deepcopy_obj,
+    implies,
+    requirements,
+)
 from ome.framework.client import Client
 from ome.framework.reflector import ReflectorSettings
 from ome.framework.store import OWNER_INDEX
@@ -144,3 +152,61 @@ def test_deepcopy_obj_is_independent() -> None:
     copied["metadata"]["labels"]["app"] = "changed"
     assert original["metadata"]["labels"] == {"app": "x"}
     assert copied == {**original, "metadata": {**original["metadata"], "labels": {"app": "changed"}}}
+
+
+async def test_a_list_that_scoped_informers_cannot_answer_whole_fails_loudly(cache: SharedCache) -> None:
+    cache.informer_for(PODS, namespace="a")
+    cache.informer_for(PODS, label_selector={"app": "x"})
+    await cache.start()
+    await cache.wait_for_sync(2)
+    with pytest.raises(PartialListError, match="no informer holds every pods matching no selector"):
+        cache.list(PODS)  # the namespace-a informer alone would answer p1, p2: p3 silently missing
+    with pytest.raises(PartialListError, match="app=y"):
+        cache.list(PODS, label_selector={"app": "y"})  # app=x informer cannot hold app=y pods
+    with pytest.raises(PartialListError):
+        cache.list(PODS, "b")  # neither holds every pod of b
+    assert names(cache.list(PODS, "a")) == ["p1", "p2"]  # the namespace informer covers its namespace
+    listed = cache.list(PODS, label_selector={"app": "x"})
+    assert names(listed) == ["p1", "p3"] and listed.scope == ("app=x",)
+    assert names(cache.list(PODS, "b", label_selector="app=x")) == ["p3"]
+
+
+async def test_existence_selectors_cover_reads_that_name_the_key(cache: SharedCache, fake: FakeApiServer) -> None:
+    fake.add(PODS, pod("p4", "a"))  # no app label
+    cache.informer_for(PODS, label_selector="app")
+    await cache.start()
+    await cache.wait_for_sync(2)
+    assert names(cache.list(PODS, label_selector="app")) == ["p1", "p2", "p3"]
+    assert names(cache.list(PODS, "a", label_selector={"app": "y"})) == ["p2"]
+    with pytest.raises(PartialListError):
+        cache.list(PODS, "a")
+    with pytest.raises(ValueError, match="only k=v and k requirements"):
+        cache.list(PODS, label_selector="app!=x")
+
+
+async def test_index_reads_say_which_informers_answered(cache: SharedCache) -> None:
+    cache.informer_for(PODS, label_selector={"app": "x"})
+    cache.informer_for(PODS, namespace="a", label_selector={"app": "y"})
+    await cache.start()
+    await cache.wait_for_sync(2)
+    listed = cache.list(PODS, "a", index=(OWNER_INDEX, "u1"))
+    assert names(listed) == ["p1"]
+    assert listed.scope == ("app=x", "namespace=a,app=y")
+
+
+async def test_a_field_selected_informer_answers_gets_but_no_list(cache: SharedCache) -> None:
+    informer = cache.informer_for(resources.NODES, field_selector="metadata.name=n1")
+    assert cache.informer_for(resources.NODES) is not informer
+    await cache.start()
+    await cache.wait_for_sync(2)
+    assert cache.get(resources.NODES, "n1")["metadata"]["name"] == "n1"
+    assert names(cache.list(resources.NODES)) == ["n1"]  # answered by the unselected informer
+
+
+def test_selector_requirements_and_implication() -> None:
+    assert requirements("a=1,b==2, c") == [("a", "1"), ("b", "2"), ("c", None)]
+    assert requirements({"b": "2", "a": "1"}) == [("a", "1"), ("b", "2")]
+    assert requirements("a in (1,2)") is None and requirements("!a") is None and requirements("a!=1") is None
+    assert implies([("a", "1"), ("b", "2")], [("a", None)])
+    assert implies([("a", "1")], [("a", "1")]) and not implies([("a", "1")], [("a", "2")])
+    assert not implies([], [("a", None)]) and implies([], []) and not implies([("a", "1")], None)

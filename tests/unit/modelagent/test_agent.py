@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from ome.framework import errors, resources
 from ome.framework.reconcile import Request
-from ome.modelagent import staging
+from ome.modelagent import hf, prepare, staging
 from ome.modelagent.agent import ModelAgent, eligible, fingerprint
 from ome.modelagent.prepare import PrepareSettings, SecretReader
 from ome.modelagent.reporter import NodeReporter
@@ -43,8 +44,10 @@ class FakeApi:
         return obj
 
     async def patch(self, res: resources.Resource, name: str, patch: Any, namespace: str | None = None, *,
-                    patch_type: str = "merge") -> Obj:
+                    patch_type: str = "merge", idempotent: bool = False) -> Obj:
         self.calls.append(("patch", res.kind))
+        if res is resources.NODES:
+            assert idempotent, "label patches are declared idempotent, so dropped connections are retried"
         if res is resources.NODES:
             for op in patch:
                 key = op["path"].removeprefix("/metadata/labels/").replace("~1", "/").replace("~0", "~")
@@ -235,3 +238,150 @@ async def test_reporter_removes_a_label_that_is_already_gone() -> None:
     assert reporter.model_labels == {"models.ome.io/clusterbasemodel.x": "Ready"}
     await reporter.set_label("models.ome.io/clusterbasemodel.x", None)  # 422 from the fake: already absent
     assert reporter.model_labels == {}
+
+
+class ThreadRecorder:
+    """Wraps a function and records whether each call ran off the event loop's thread."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.loop_thread = threading.get_ident()
+        self.off_loop: list[bool] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.off_loop.append(threading.get_ident() != self.loop_thread)
+        return self.fn(*args, **kwargs)
+
+
+async def test_deleting_weights_and_scanning_run_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    removals = ThreadRecorder(staging.remove_tree)
+    scans = ThreadRecorder(prepare.read_config)
+    monkeypatch.setattr(staging, "remove_tree", removals)
+    monkeypatch.setattr(prepare, "read_config", scans)
+    reader, api = FakeReader(), FakeApi()
+    target = tmp_path / "models" / "tiny"
+    reader.add(resources.CLUSTER_BASE_MODELS, cbm("tiny", "hf://org/tiny", path=str(target)))
+    async with FakeHub({"org/tiny": Repo(tiny_llama_files())}) as hub:
+        agent = agent_for(reader, api, tmp_path, hub.url)
+        await agent.reconcile(Request("", "tiny"))
+        await settle(agent)
+    assert scans.off_loop == [True]
+    model = reader.objects.pop(("ClusterBaseModel", None, "tiny"))
+    model["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    reader.add(resources.CLUSTER_BASE_MODELS, model)
+    await agent.reconcile(Request("", "tiny"))
+    assert not target.exists()
+    assert removals.off_loop and all(removals.off_loop)
+
+
+async def test_the_progress_monitor_walks_the_download_directory_off_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    walks = ThreadRecorder(staging.directory_bytes)
+    monkeypatch.setattr(staging, "directory_bytes", walks)
+    reader, api = FakeReader(), FakeApi()
+    reader.add(resources.CLUSTER_BASE_MODELS, cbm("tiny", "hf://org/tiny", path=str(tmp_path / "m" / "tiny")))
+    async with FakeHub({"org/tiny": Repo(tiny_llama_files())}) as hub:
+        agent = agent_for(reader, api, tmp_path, hub.url)
+        await agent.reconcile(Request("", "tiny"))
+        await settle(agent)
+    assert walks.off_loop and all(walks.off_loop)
+
+
+async def test_a_cancelled_download_holds_its_slot_until_its_thread_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One download slot: a model deleted mid-file keeps the slot until its thread has stopped."""
+    file_done = threading.Event()
+    started: list[str] = []
+
+    def fake_plan(repo_id: str, revision: str, *, endpoint: str, token: str | None) -> hf.Plan:
+        return hf.Plan("c0ffee", (hf.RemoteFile("model.safetensors", 1, None, None),))
+
+    def slow_download(repo_id: str, p: hf.Plan, target: Path, *, stop: threading.Event, **_: Any) -> None:
+        started.append(repo_id)
+        if repo_id == "org/first":
+            file_done.wait(30)  # a big file: the stop flag is read only between files
+        if stop.is_set():
+            raise hf.Cancelled(repo_id)
+
+    monkeypatch.setattr(hf, "plan", fake_plan)
+    monkeypatch.setattr(hf, "download", slow_download)
+    monkeypatch.setattr(prepare, "read_config", lambda model, target: None)
+    reader, api = FakeReader(), FakeApi()
+    reader.add(resources.CLUSTER_BASE_MODELS, cbm("first", "hf://org/first", path=str(tmp_path / "first")))
+    reader.add(resources.CLUSTER_BASE_MODELS, cbm("second", "hf://org/second", path=str(tmp_path / "second")))
+    settings = PrepareSettings(models_root=str(tmp_path / "root"), progress_interval=60)
+    agent = ModelAgent(reader, NodeReporter(api, NODE, "ome"), SecretReader(api), settings=settings, workers=1)
+    await agent.reconcile(Request("", "first"))
+    async with asyncio.timeout(10):
+        while started != ["org/first"]:  # noqa: ASYNC110 -- the thread reports by appending
+            await asyncio.sleep(0.01)
+    reader.objects.pop(("ClusterBaseModel", None, "first"))
+    releasing = asyncio.create_task(agent.reconcile(Request("", "first")))  # deleted: cancel its download
+    await agent.reconcile(Request("", "second"))
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert agent._slots.locked(), "the slot is still the cancelled download's"  # noqa: SLF001
+    assert started == ["org/first"] and not releasing.done()
+    file_done.set()  # the thread finishes its file, sees the stop flag and ends
+    await asyncio.wait_for(releasing, 10)
+    await settle(agent)
+    assert started == ["org/first", "org/second"]
+    assert api.node_labels == {labels.model_label_key("ClusterBaseModel", "second"): "Ready"}
+
+
+async def test_run_to_end_waits_for_the_thread_even_when_cancelled_twice() -> None:
+    stop, proceed, ended = threading.Event(), threading.Event(), threading.Event()
+
+    def work() -> None:
+        proceed.wait(30)
+        ended.set()
+
+    task = asyncio.create_task(prepare.run_to_end(stop, work))
+    await asyncio.sleep(0)
+    task.cancel()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    task.cancel()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert stop.is_set() and not task.done()
+    proceed.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    assert ended.is_set()
+
+
+async def test_a_node_label_change_reevaluates_its_models(tmp_path: Path) -> None:
+    """The agent reads its Node from the cache on every reconcile (it watches the Node)."""
+    reader, api = FakeReader(), FakeApi()
+    node = reader.add(resources.NODES, {"metadata": {"name": NODE, "labels": {"zone": "b"}}})
+    model = cbm("llama", f"local://{local_model(tmp_path)}")
+    model["spec"]["storage"]["nodeSelector"] = {"zone": "a"}
+    reader.add(resources.CLUSTER_BASE_MODELS, model)
+    agent = agent_for(reader, api, tmp_path)  # its fallback labels say zone=a: the cached node wins
+    await agent.reconcile(Request("", "llama"))
+    await settle(agent)
+    assert api.node_labels == {}
+    node["metadata"]["labels"] = {"zone": "a"}
+    await agent.reconcile(Request("", "llama"))
+    await settle(agent)
+    assert api.node_labels == {labels.model_label_key("ClusterBaseModel", "llama"): "Ready"}
+    node["metadata"]["labels"] = {"zone": "c"}
+    await agent.reconcile(Request("", "llama"))
+    assert api.node_labels == {}
+
+
+def test_the_agent_watches_only_its_own_node_and_maps_label_changes_to_every_model() -> None:
+    from kubernetes_asyncio.client import Configuration  # noqa: PLC0415
+
+    from ome.framework.client import Client  # noqa: PLC0415
+    from ome.modelagent.main import AgentOptions, build  # noqa: PLC0415
+
+    client = Client.from_configuration(Configuration(host="http://127.0.0.1:9"))
+    manager, _ = build(client, AgentOptions(node_name=NODE, install_signal_handlers=False))
+    nodes = [i for i in manager.cache.informers if i.resource == resources.NODES]
+    assert [(i.field_selector, i.namespace, i.label_selector) for i in nodes] == [(f"metadata.name={NODE}", None, None)]

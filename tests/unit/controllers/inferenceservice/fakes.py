@@ -13,6 +13,7 @@ from typing import Any
 
 from ome.controllers.inferenceservice.status import OWNED_FIELDS as OWNED_STATUS_FIELDS
 from ome.framework import errors
+from ome.framework.cache import matches_labels, requirements
 from ome.framework.resources import Resource
 
 Obj = dict[str, Any]
@@ -44,15 +45,14 @@ class FakeWorld:
         res: Resource,
         namespace: str | None = None,
         *,
-        label_selector: Mapping[str, str] | None = None,
+        label_selector: Mapping[str, str] | str | None = None,
         index: tuple[str, str] | None = None,
     ) -> list[Obj]:
         found = []
         for (kind, ns, _), obj in self.objects.items():
-            labels = obj["metadata"].get("labels") or {}
             if kind != res.name or (namespace and ns != namespace):
                 continue
-            if label_selector and any(labels.get(k) != v for k, v in label_selector.items()):
+            if label_selector and not matches_labels(obj, requirements(label_selector) or []):
                 continue
             found.append(obj)
         return found
