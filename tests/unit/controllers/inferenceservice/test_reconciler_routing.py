@@ -12,9 +12,10 @@ import pytest
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.controllers.inferenceservice import routing
+from ome.framework import errors
 from ome.framework import resources as r
 from ome.framework.reconcile import Request, RetryError
-from ome.resolution import models, runtimes
+from ome.resolution import components, models, runtimes
 from ome.resolution import traffic_policy as tp
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
@@ -259,3 +260,66 @@ async def test_ingress_overrides_apply_to_the_kubernetes_ingress() -> None:
     ing = world.get_or_none(r.INGRESSES, "llama", "demo")
     assert ing is not None and ing["spec"]["rules"][0]["host"] == "llama.demo.internal.example.com"
     assert ingress_ready(world) == ("True", "", "")
+
+
+class RejectingWriter:
+    """The world, except that the API server rejects backend policies (say, a bad pass-through type)."""
+
+    def __init__(self, world: FakeWorld) -> None:
+        self.world = world
+
+    async def apply(self, res: r.Resource, obj: Obj, **kwargs: Any) -> Obj:
+        if res == tp.BACKEND_TRAFFIC_POLICIES:
+            raise errors.Invalid(422, "Invalid", 'spec.retry.numRetries: Invalid value: "string"')
+        return await self.world.apply(res, obj, **kwargs)
+
+    async def delete(self, res: r.Resource, name: str, namespace: str | None = None, **kwargs: Any) -> Any:
+        return await self.world.delete(res, name, namespace, **kwargs)
+
+    async def create(self, res: r.Resource, obj: Obj, namespace: str | None = None) -> Obj:
+        return await self.world.create(res, obj, namespace)
+
+
+async def test_a_policy_the_api_server_rejects_is_an_event_and_a_retry() -> None:
+    world, recorder = FakeWorld(), FakeRecorder()
+    world.put(r.INFERENCE_SERVICES, builders.isvc(annotations={"ome.io/btp.retry.numRetries": "x"}))
+    rc = make_reconciler(world, recorder, config=InferenceServiceConfig(), now=NOW, routing_facts=ENVOY,
+                         writer=RejectingWriter(world))
+    with pytest.raises(RetryError):
+        await rc.reconcile(REQ)
+    [(kind, reason, message)] = [e for e in recorder.events if e[1] == "TrafficReconcileError"]
+    assert kind == "Warning" and message.startswith("failed to apply BackendTrafficPolicy demo/llama:")
+    assert "status" not in world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")  # type: ignore[operator]
+
+
+async def test_consistent_hash_headers_annotation_changes_the_default_policy() -> None:
+    world, recorder = FakeWorld(), FakeRecorder()
+    world.put(r.INFERENCE_SERVICES, builders.isvc(annotations={
+        "ome.io/ingress-consistent-hash-headers": "x-tenant, x-user"}))
+    await reconciler(world, recorder, gateway_config()).reconcile(REQ)
+    policy = world.get_or_none(tp.BACKEND_TRAFFIC_POLICIES, "llama", "demo")
+    assert policy is not None
+    assert policy["spec"]["loadBalancer"]["consistentHash"]["headers"] == [{"name": "x-tenant"}, {"name": "x-user"}]
+
+
+def test_an_omenative_component_with_a_serving_instance_backs_its_route() -> None:
+    isvc = builders.isvc(deploymentMode="OMENative")
+    [plan] = components.build_plans(isvc, builders.runtime(), None, InferenceServiceConfig())
+    serving = {"status": {"replicas": 2, "readyReplicas": 1, "servingReplicas": 1}}
+    assert routing.can_back_route(plan, serving, ready=False)
+    assert not routing.can_back_route(plan, {"status": {"replicas": 2, "readyReplicas": 0}}, ready=False)
+
+
+class Served:
+    def __init__(self, *kinds: str) -> None:
+        self.kinds = kinds
+
+    async def is_served(self, res: r.Resource, *, timeout: float | None = None) -> bool:
+        return res.kind in self.kinds
+
+
+async def test_detect_prefers_envoy_gateway_then_istio() -> None:
+    both = await routing.detect(Served("HTTPRoute", "BackendTrafficPolicy", "DestinationRule"))
+    assert both == routing.RoutingFacts(http_routes=True, translator=tp.ENVOY)
+    assert (await routing.detect(Served("DestinationRule"))).translator == tp.ISTIO
+    assert await routing.detect(Served()) == routing.RoutingFacts(http_routes=False, translator=tp.NOOP)
