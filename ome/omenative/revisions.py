@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from ome.omenative import instance_names as names
@@ -17,6 +17,9 @@ from ome.omenative import instance_names as names
 Obj = dict[str, Any]
 
 HASH_LENGTH: Final = 8
+EXCLUDED_KEYS_ANNOTATION: Final = "ome.io/revision-excluded-annotation-keys"
+"""On the InferenceReplica: the InferenceService annotations (inherited by the pod templates, not declared
+by the component) left out of the revision hash, sorted and comma-separated."""
 _RUNNER_ORDER: Final = {"leader": 0, "default": 0, "worker": 1}
 
 
@@ -33,6 +36,8 @@ class RevisionData:
 
     runners: tuple[RunnerSpec, ...]
     pairing_protocol: str | None = None
+    hash_excluded: frozenset[str] = field(default=frozenset(), compare=False)
+    """Template annotation keys the hash leaves out (see EXCLUDED_KEYS_ANNOTATION); not stored."""
 
     @property
     def pod_count(self) -> int:
@@ -59,6 +64,16 @@ def from_spec(spec: Mapping[str, Any]) -> RevisionData | None:
     return from_json({"runners": runners, "pairingProtocol": spec.get("pairingProtocol")})
 
 
+def from_replica(replica: Mapping[str, Any]) -> RevisionData | None:
+    """The revision the replica's spec asks for, with the annotation keys its hash leaves out."""
+    data = from_spec(replica.get("spec") or {})
+    annotations = (replica.get("metadata") or {}).get("annotations") or {}
+    keys = frozenset(
+        k.strip() for k in str(annotations.get(EXCLUDED_KEYS_ANNOTATION) or "").split(",") if k.strip()
+    )
+    return replace(data, hash_excluded=keys) if data is not None and keys else data
+
+
 def from_json(data: Mapping[str, Any]) -> RevisionData:
     parsed = [
         RunnerSpec(str(r["name"]), int(r.get("size") or 1), dict(r.get("template") or {}))
@@ -72,10 +87,26 @@ def revision_hash(data: RevisionData, collision_count: int = 0) -> str:
     """Hash over every runner's template and the pairing protocol: a worker-only change still rolls
     the whole Instance, since a leader and its workers must run the same version. After a name
     collision, status.collisionCount salts it, as StatefulSet does (0 leaves the hash as it was)."""
-    canonical = json.dumps(data.to_json(), sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(_hashed(data), sort_keys=True, separators=(",", ":"))
     if collision_count:
         canonical += f"#{collision_count}"
     return hashlib.sha256(canonical.encode()).hexdigest()[:HASH_LENGTH]
+
+
+def _hashed(data: RevisionData) -> Obj:
+    """What the hash covers: the stored data less the excluded template annotations."""
+    stored = data.to_json()
+    if not data.hash_excluded:
+        return stored
+    for runner in stored["runners"]:
+        meta = dict(runner["template"].get("metadata") or {})
+        kept = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in data.hash_excluded}
+        if kept:
+            meta["annotations"] = kept
+        else:
+            meta.pop("annotations", None)
+        runner["template"] = {**runner["template"], "metadata": meta}
+    return stored
 
 
 def collision_count(replica: Mapping[str, Any]) -> int:

@@ -103,8 +103,7 @@ class InferenceReplicaReconciler:
             return Result(requeue_after=min(self._expectations_timeout, wake or self._expectations_timeout))
         if teardown.deleting(replica):
             return await self._teardown(replica)
-        spec = replica.get("spec") or {}
-        data = revisions.from_spec(spec)
+        data = revisions.from_replica(replica)
         if data is None:
             return Result()  # modelRef/runtimeRef rendering is the InferenceService controller's job
         replica = await self._ensure_finalizer(replica)
@@ -197,7 +196,7 @@ class InferenceReplicaReconciler:
             await self._remove_finalizer(replica)
             return Result()
         known = self._known_revisions(replica)
-        data = revisions.from_spec(replica.get("spec") or {})
+        data = revisions.from_replica(replica)
         previous = (replica.get("status") or {}).get("updateRevision") or ""
         digest = (
             revisions.revision_hash(data, revisions.collision_count(replica))
