@@ -12,7 +12,8 @@ makes no progress within --stall seconds fails the run, and the stuck Instance r
 
 Prints one line per run and `stress_restart: P/N runs passed`; exits 1 when a run stalled.
 
-Usage: stress_restart.py [--runs 20] [--kubeconfig PATH] [--stall 90] [--log FILE]
+Usage: stress_restart.py [--runs 20] [--parallel 1] [--kubeconfig PATH] [--stall 90] [--log FILE]
+--parallel N runs N scenarios at once in each run (a run passes when all of them do).
 Without --kubeconfig it starts its own local cluster (ome-dev's) in a temporary directory.
 """
 
@@ -195,7 +196,7 @@ async def _scenario(client: Client, ns: str, stall: float) -> str:
     )
 
 
-async def stress(kubeconfig: Path, runs: int, stall: float) -> int:
+async def stress(kubeconfig: Path, runs: int, stall: float, parallel: int = 1) -> int:
     client = await Client.from_kubeconfig(str(kubeconfig))
     await install_crds(client)
     manager = Manager(
@@ -211,7 +212,10 @@ async def stress(kubeconfig: Path, runs: int, stall: float) -> int:
         for run in range(1, runs + 1):
             started = time.monotonic()
             try:
-                detail = await one_run(client, run, stall)
+                details = await asyncio.gather(
+                    *(one_run(client, run * 100 + i, stall) for i in range(parallel))
+                )
+                detail = details[0] if parallel == 1 else f"{parallel} at once; first: {details[0]}"
             except Stalled as exc:
                 print(f"run {run:2d}: STALLED after {time.monotonic() - started:.1f}s: {exc}", flush=True)
                 continue
@@ -231,6 +235,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20, help="scenario repetitions (default 20)")
     parser.add_argument("--kubeconfig", type=Path, help="an existing local cluster (default: start one)")
     parser.add_argument("--stall", type=float, default=90.0, help="seconds without progress that fail a run")
+    parser.add_argument("--parallel", type=int, default=1, help="scenarios at once per run (default 1)")
     parser.add_argument("--log", type=Path, help="write the controller's info log here (default: discard)")
     args = parser.parse_args()
     configure_logging("json", "info")
@@ -241,13 +246,13 @@ def main() -> int:
     else:
         logging.disable(logging.CRITICAL)
     if args.kubeconfig is not None:
-        passed = asyncio.run(stress(args.kubeconfig, args.runs, args.stall))
+        passed = asyncio.run(stress(args.kubeconfig, args.runs, args.stall, args.parallel))
         return 0 if passed == args.runs else 1
     with tempfile.TemporaryDirectory(prefix="ome-stress-") as state:
         cluster = Cluster(Path(state))
         cluster.up(log=lambda message: print(message, flush=True))
         try:
-            passed = asyncio.run(stress(cluster.kubeconfig, args.runs, args.stall))
+            passed = asyncio.run(stress(cluster.kubeconfig, args.runs, args.stall, args.parallel))
         finally:
             cluster.down(quiet=True)
     return 0 if passed == args.runs else 1

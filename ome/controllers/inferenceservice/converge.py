@@ -80,22 +80,23 @@ class Tolerated:
         self._paths[key] = (drift.desired_hash(stamped), paths)
 
 
-TOLERATED: Final = Tolerated()
+TOLERATED = Tolerated()
 """Process-wide: what the apiserver does to an object is a fact about it, whoever applies it."""
 
 
 def up_to_date(
-    stamped: Mapping[str, Any], cached: Mapping[str, Any] | None, tolerated: Tolerated = TOLERATED
+    stamped: Mapping[str, Any], cached: Mapping[str, Any] | None, tolerated: Tolerated | None = None
 ) -> bool:
     """The cached child carries `stamped`'s hash and every field `stamped` sets holds its value."""
     return not reasons(stamped, cached, tolerated)
 
 
 def reasons(
-    stamped: Mapping[str, Any], cached: Mapping[str, Any] | None, tolerated: Tolerated = TOLERATED
+    stamped: Mapping[str, Any], cached: Mapping[str, Any] | None, tolerated: Tolerated | None = None
 ) -> list[str]:
-    """Why `cached` needs an apply (see drift.reasons), leaving out the fields `tolerated` holds."""
-    return drift.reasons(stamped, cached, ignore=tolerated.get(stamped))
+    """Why `cached` needs an apply (see drift.reasons), leaving out the fields `tolerated` holds
+    (default: the process-wide TOLERATED)."""
+    return drift.reasons(stamped, cached, ignore=(tolerated or TOLERATED).get(stamped))
 
 
 def resource_of(obj: Mapping[str, Any]) -> Resource:
@@ -103,9 +104,10 @@ def resource_of(obj: Mapping[str, Any]) -> Resource:
 
 
 async def converge(
-    writer: Writer, desired: Obj, cached: Mapping[str, Any] | None, tolerated: Tolerated = TOLERATED
+    writer: Writer, desired: Obj, cached: Mapping[str, Any] | None, tolerated: Tolerated | None = None
 ) -> bool:
     """Apply `desired` unless the cached copy already matches it; True when it wrote."""
+    tolerated = tolerated or TOLERATED
     stamped = stamp(desired)
     why = reasons(stamped, cached, tolerated)
     if not why:

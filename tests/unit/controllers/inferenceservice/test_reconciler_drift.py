@@ -85,7 +85,10 @@ async def test_status_and_defaults_from_kube_controller_manager_make_no_write() 
     assert world.writes == []
 
 
-async def test_a_field_the_apiserver_does_not_keep_is_not_reapplied_forever() -> None:
+async def test_a_field_the_apiserver_does_not_keep_is_not_reapplied_forever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(converge, "TOLERATED", converge.Tolerated())  # what it learns stays in this test
     world, reconciler = await settled()
 
     class Mutating:
