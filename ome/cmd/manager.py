@@ -88,6 +88,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="how long the leader retries renewing before it steps down")
     p.add_argument("--leader-elect-retry-period", type=_duration, default="2s",
                    help="time between renew and acquire attempts")
+    p.add_argument("--sync-period", type=_duration, default="10h",
+                   help="how often every watched object is reconciled again without a change")
     p.add_argument("--config-cache-ttl", type=_duration_or_zero, default="30s",
                    help="how long reconcilers use a read of inferenceservice-config before re-reading it "
                         '("0": every reconcile)')
