@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.omenative import rollout_budget
+from ome.omenative.revisions import EXCLUDED_KEYS_ANNOTATION
+from ome.omenative.rollout_budget import OperatorDefault
 from ome.resolution import naming, objects
 from ome.resolution.components import ComponentPlan
 
@@ -22,7 +25,8 @@ Obj = dict[str, Any]
 
 MANAGED_BY: Final = "OMENative"
 RUNNER_LABEL: Final = "ome.io/runner"
-SURGE_STRATEGIES: Final = frozenset({"SurgeThenDrain"})
+PAUSE_ANNOTATION: Final = "ome.io/rollout-paused"
+HISTORY_ANNOTATION: Final = "ome.io/revision-history-limit"
 _PASSED_THROUGH: Final = ("topologyKey", "topologySpread", "topologySpreadKey", "autoscaler")
 
 
@@ -51,18 +55,49 @@ def inference_replica(isvc: Mapping[str, Any], plan: ComponentPlan, config: Infe
         "component": plan.component,
         "runners": runners(plan),
     }
-    if lifecycle := project_lifecycle(plan, config):
+    lifecycle = project_lifecycle(plan, config)
+    if (window := lifecycle.pop("minReadySeconds", None)) is not None:
+        spec["minReadySeconds"] = window  # the window in effect is the replica's own field
+    if lifecycle:
         spec["lifecycle"] = lifecycle
+    spec.update(rollout_controls(isvc))
     for key in _PASSED_THROUGH:
         if plan.merged.get(key) is not None:
             spec[key] = plan.merged[key]
     annotations = {**plan.annotations, **controller_marks(isvc)}
+    if excluded := excluded_annotation_keys(isvc, plan):
+        annotations[EXCLUDED_KEYS_ANNOTATION] = excluded
     return {
         "apiVersion": "ome.io/v1beta1",
         "kind": "InferenceReplica",
         "metadata": objects.metadata(isvc, plan.name, plan.labels, annotations),
         "spec": spec,
     }
+
+
+def rollout_controls(isvc: Mapping[str, Any]) -> Obj:
+    """`ome.io/rollout-paused` (exactly "true" or "freeze") and `ome.io/revision-history-limit` on the
+    InferenceService, as the replica's spec.paused / pauseMode and revisionHistoryLimit."""
+    annotations = (isvc.get("metadata") or {}).get("annotations") or {}
+    out: Obj = {}
+    pause = annotations.get(PAUSE_ANNOTATION)
+    if pause in ("true", "freeze"):
+        out["paused"] = True
+        if pause == "freeze":
+            out["pauseMode"] = "Freeze"
+    limit = str(annotations.get(HISTORY_ANNOTATION) or "").strip()
+    if limit.isdigit() and int(limit) >= 1:
+        out["revisionHistoryLimit"] = int(limit)
+    return out
+
+
+def excluded_annotation_keys(isvc: Mapping[str, Any], plan: ComponentPlan) -> str:
+    """The InferenceService annotations the pod templates inherit but the component does not declare:
+    left out of the revision hash, so annotating the InferenceService starts no rollout."""
+    own = (isvc.get("metadata") or {}).get("annotations") or {}
+    declared = plan.merged.get("annotations") or {}
+    inherited = {k for k, v in own.items() if k not in declared and plan.annotations.get(k) == v}
+    return ",".join(sorted(inherited))
 
 
 def controller_marks(isvc: Mapping[str, Any]) -> dict[str, str]:
@@ -97,14 +132,10 @@ def project_lifecycle(plan: ComponentPlan, config: InferenceServiceConfig) -> Ob
     filled where the InferenceService and runtime leave them unset."""
     lifecycle: Obj = dict(plan.merged.get("lifecycle") or {})
     default = config.deploy.update_strategy.for_component(plan.component)
-    if "updateStrategy" not in lifecycle and default is not None:
-        # Fill only the budget the strategy reads: surge strategies never consult maxUnavailable.
-        budget = ("maxSurge", default.max_surge) if default.type in SURGE_STRATEGIES else (
-            "maxUnavailable", default.max_unavailable)  # fmt: skip
-        strategy: Obj = {"type": default.type}
-        if budget[1] is not None:
-            strategy["rollingUpdate"] = {budget[0]: budget[1]}
-        lifecycle["updateStrategy"] = strategy
+    if default is not None:
+        # Field by field: the type, then only the budget that type reads (rollout_budget.filled).
+        fill = OperatorDefault(default.type, default.max_surge, default.max_unavailable)
+        lifecycle["updateStrategy"] = rollout_budget.filled(lifecycle, fill)
     if "minReadySeconds" not in lifecycle and config.deploy.min_ready_seconds is not None:
         lifecycle["minReadySeconds"] = config.deploy.min_ready_seconds
     return lifecycle

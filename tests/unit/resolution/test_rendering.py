@@ -179,7 +179,26 @@ def test_component_lifecycle_wins_over_config_defaults() -> None:
     lifecycle = {"updateStrategy": {"type": "RecreatePod"}}
     isvc = builders.isvc(deploymentMode="OMENative", engine={"lifecycle": lifecycle})
     spec = _render(isvc)[("InferenceReplica", "llama-engine")]["spec"]
-    assert spec["lifecycle"] == lifecycle
+    # Filled field by field: the type stays, and only the budget it reads comes from the operator default.
+    assert spec["lifecycle"] == {
+        "updateStrategy": {"type": "RecreatePod", "rollingUpdate": {"maxUnavailable": "25%"}}
+    }
+
+
+def test_rollout_controls_and_excluded_annotations_reach_the_replica() -> None:
+    isvc = builders.isvc(deploymentMode="OMENative", engine={"annotations": {"team": "a"}})
+    isvc["metadata"]["annotations"] = {
+        "ome.io/rollout-paused": "freeze",
+        "ome.io/revision-history-limit": "3",
+        "note": "x",
+    }
+    irep = _render(isvc)[("InferenceReplica", "llama-engine")]
+    spec = irep["spec"]
+    assert (spec["paused"], spec["pauseMode"], spec["revisionHistoryLimit"]) == (True, "Freeze", 3)
+    excluded = irep["metadata"]["annotations"]["ome.io/revision-excluded-annotation-keys"]
+    assert excluded == "note,ome.io/revision-history-limit,ome.io/rollout-paused"  # "team" is the component's
+    isvc["metadata"]["annotations"]["ome.io/rollout-paused"] = "True"  # only the exact values pause
+    assert "paused" not in _render(isvc)[("InferenceReplica", "llama-engine")]["spec"]
 
 
 def test_multinode_renders_lws_without_pdb_or_hpa() -> None:
