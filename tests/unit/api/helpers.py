@@ -17,7 +17,13 @@ MODELS = REPO / "config" / "models"
 RUNTIMES = REPO / "config" / "runtimes"
 CATALOG_DIRS = (MODELS, RUNTIMES)
 CRD_DIR = REPO / "config" / "crd"
-SEEDS = Path("/work/shared/seeds")
+# The v1.3 docs pages sit beside the repository (../shared/seeds), on every machine and in CI.
+SEEDS = REPO.parent / "shared" / "seeds"
+
+
+def seed_files() -> list[Path]:
+    """The seed pages; missing seeds are a failure, never a skip, so CI cannot pass without them."""
+    return sorted(SEEDS.glob("*.txt")) if SEEDS.is_dir() else []
 
 # libyaml's loader when present: the committed CRDs are megabytes of YAML.
 LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -24,6 +24,7 @@ from .helpers import (
     catalog_files,
     catalog_manifests,
     sample_manifests,
+    seed_files,
 )
 
 SAMPLE_DOCS = sample_manifests()
@@ -125,9 +126,10 @@ def test_catalog_holds_the_documented_models_and_runtimes() -> None:
         assert by_path.get(path) == key, path
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason=f"seed docs not present at {SEEDS}")
 def test_catalog_paths_in_the_docs_exist() -> None:
-    paths = {m for p in SEEDS.glob("*.txt") for m in re.findall(r"\bconfig/[\w./-]+\.yaml\b", p.read_text())}
+    pages = seed_files()
+    assert pages, f"the v1.3 seed pages are missing: expected them at {SEEDS} (../shared/seeds)"
+    paths = {m for p in pages for m in re.findall(r"\bconfig/[\w./-]+\.yaml\b", p.read_text())}
     assert paths
     for path in paths:
         assert (REPO / path).is_file(), path
