@@ -88,6 +88,7 @@ class Settings:
             defaults=defaults, retry=policy,
             instance_ready_timeout=parse_duration(life.instance_ready_timeout),
             unschedulable_grace=parse_duration(grace) if isinstance(grace, str) else None,
+            stuck_grace=parse_duration(life.stuck_pod_grace_period) if life.stuck_pod_grace_period else None,
             columnar=self.config.omenative_status.status_encoding == "ColumnarV2",
             max_concurrent_reconciles=self.inferencereplica_workers)
 

@@ -38,6 +38,7 @@ from ome.omenative import instance_names as names
 from ome.omenative import rollout_budget as budget
 from ome.omenative import rollout_gang as gang
 from ome.omenative import rollout_inplace as inplace
+from ome.omenative import rollout_repair as repair
 from ome.omenative import rollout_retry as retry
 from ome.omenative.pods_view import format_time, parse_time
 from ome.omenative.revisions import RevisionData
@@ -73,6 +74,10 @@ class Inputs:
     previous_hold: Mapping[str, Any] | None = None
     rejected: Mapping[int, str] = field(default_factory=dict)
     """Instances whose pod the API server rejected this attempt (InvalidPodSpec), by index."""
+    stuck_grace: float | None = None
+    """stuckPodGracePeriod: seconds before a wedged pod of a Ready Instance restarts it (None: off)."""
+    freeze: bool = False
+    """pauseMode: Freeze: no repair starts either."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +177,7 @@ def plan(inp: Inputs) -> Plan:
         elif gang.is_target(row) and index not in out.rows and not _claimed(rows, index):
             _set(rows, index, gang.clean(row, by_index.get(index, []), out), out)
     blocks = start_updates(inp, rows, by_index, blocks, state, out)
+    repair.repair(inp, rows, by_index, out)
     out.retry_blocks = blocks
     out.wake(state.release_in)
     return out

@@ -19,6 +19,8 @@ class RolloutSettings:
     """Bounds each update attempt when the component's lifecycle.instanceReadyTimeout is unset."""
     unschedulable_grace: float | None = None
     """lifecycle.unschedulableGracePeriod: a surge pod unschedulable this long fails the attempt."""
+    stuck_grace: float | None = None
+    """lifecycle.stuckPodGracePeriod: a pod of a Ready Instance wedged this long restarts it (None: off)."""
     columnar: bool = False
     """Write per-Instance rows in ColumnarV2 whenever that is smaller (as the replica controller does)."""
     event_component: str = "ome-inferencereplica-controller"

@@ -164,6 +164,8 @@ class InstanceRolloutReconciler:
             unschedulable_grace=self._settings.unschedulable_grace,
             min_ready_seconds=min_ready_seconds(replica),
             paused=bool(spec.get("paused")),
+            freeze=bool(spec.get("paused")) and spec.get("pauseMode") == PAUSE_FREEZE,
+            stuck_grace=self._settings.stuck_grace,
             annotations=meta.get("annotations") or {},
             previous_hold=prev.get("rolloutHold"),
             rejected=self._rejected.get((meta["namespace"], meta["name"]), {}),

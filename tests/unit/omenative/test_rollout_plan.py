@@ -561,3 +561,46 @@ def test_a_failed_replacement_is_abandoned_and_the_source_keeps_serving() -> Non
     )
     gone = rp.plan(gang_inputs([out.rows[0], out.rows[1]], gang_pods(0, G_OLD), blocks=out.retry_blocks))
     assert gone.removed == [1]
+
+
+# -- crash-loop repair ------------------------------------------------------------------------------
+
+
+def test_a_pod_wedged_past_the_stuck_pod_grace_restarts_its_instance() -> None:
+    rows = [ready_row(i, R_NEW) for i in range(3)]
+    stuck = pod(1, digest=H_NEW, gate="True", waiting="CrashLoopBackOff", created=NOW - timedelta(seconds=61))
+    pods = [pod(0, digest=H_NEW), stuck, pod(2, digest=H_NEW)]
+    out = rp.plan(inputs(rows, pods, stuck_grace=60.0))
+    row = out.rows[1]
+    assert (row["phase"], row["incarnation"], row["operation"]["type"]) == ("Restarting", 2, "Restart")
+    assert row["lastFailure"]["reason"] == "CrashLoopBackOff"
+    assert out.events == [
+        (
+            "Warning",
+            "RestartTriggered",
+            "OMENative component=engine instance=1 restart triggered: pod chat-engine-1-default-0 "
+            "wedged in CrashLoopBackOff past the stuck-pod grace (incarnation=2)",
+        )
+    ]
+    young = dataclasses.replace(stuck, created=NOW - timedelta(seconds=20))
+    waiting = rp.plan(inputs(rows, [pods[0], young, pods[2]], stuck_grace=60.0))
+    assert not waiting.rows and waiting.wake_after == 40.0
+    assert not rp.plan(inputs(rows, pods)).rows  # no grace period: the repair is off
+    assert not rp.plan(inputs(rows, pods, stuck_grace=60.0, paused=True, freeze=True)).rows
+
+
+def test_repairs_are_paced_by_max_unavailable_with_one_repair_held_warning() -> None:
+    rows = [{**ready_row(0, R_NEW), "phase": "Restarting", "incarnation": 2}, ready_row(1, R_NEW)]
+    stuck = pod(1, digest=H_NEW, waiting="ImagePullBackOff", created=NOW - timedelta(minutes=5))
+    out = rp.plan(inputs(rows, [stuck], max_unavailable=1, stuck_grace=60.0))
+    assert out.rows[1]["phase"] == "Ready" and out.rows[1]["announced"] == ["RepairHeld"]
+    assert out.events == [
+        (
+            "Warning",
+            "RepairHeld",
+            "OMENative component=engine instance=1 crash-loop repair held by Budget: per-Component "
+            "unavailability budget 1 exhausted (would become 2)",
+        )
+    ]
+    again = rp.plan(inputs([rows[0], out.rows[1]], [stuck], max_unavailable=1, stuck_grace=60.0))
+    assert not again.events
