@@ -154,11 +154,13 @@ async def _scenario(client: Client, ns: str, stall: float) -> str:
                 await client.patch(
                     INFERENCE_REPLICAS, NAME, {"metadata": {"annotations": {"stress/touch": str(n)}}}, ns
                 )
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)
 
     async def fail_pods() -> None:
-        await client.delete(PODS, f"{NAME}-0-worker-0", ns, grace_period_seconds=0)
-        await client.delete(PODS, f"{NAME}-1-leader-0", ns, grace_period_seconds=0)
+        # With the pod's uid: a retried delete must never hit the next incarnation's pod (same name).
+        for name in (f"{NAME}-0-worker-0", f"{NAME}-1-leader-0"):
+            pod = await client.get(PODS, name, ns)
+            await client.delete(PODS, name, ns, uid=pod["metadata"]["uid"], grace_period_seconds=0)
 
     async def quota_known() -> bool:
         quota = await client.get(RESOURCE_QUOTAS, "pods", ns)

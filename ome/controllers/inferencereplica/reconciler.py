@@ -114,12 +114,12 @@ class InferenceReplicaReconciler:
         pods = [v for p in self._owned(PODS, replica) if (v := view(p)) is not None]
         ctx = self._context(replica, digest, known)
         plan = instances.plan(ctx, status.rows_of(replica.get("status") or {}), pods)
+        wake = self._log_instance_waits(key, ctx, plan, pods)  # before the writes: one may fail
         await self._apply(replica, ctx, plan, known)
         await self._ensure_services(replica, data, known, plan.rows)
         await self._ensure_pod_monitor(replica, data)
         await self._prune_revisions(replica, known, plan.rows, ctx.update_revision)
         await self._write_status(replica, ctx, plan, pods, known)
-        wake = self._log_instance_waits(key, ctx, plan, pods)
         return Result(requeue_after=_earliest(plan.wake_after, wake))
 
     # -- waits --------------------------------------------------------------------------------
@@ -206,10 +206,10 @@ class InferenceReplicaReconciler:
         pods = [v for p in owned if (v := view(p)) is not None]
         ctx = self._context(replica, digest, known, desired=0)
         plan = instances.plan(ctx, status.rows_of(replica.get("status") or {}), pods)
-        await self._apply(replica, ctx, plan, known)
-        await self._write_status(replica, ctx, plan, pods, known)
         key = (replica["metadata"]["namespace"], replica["metadata"]["name"])
         wake = self._log_instance_waits(key, ctx, plan, pods)
+        await self._apply(replica, ctx, plan, known)
+        await self._write_status(replica, ctx, plan, pods, known)
         return Result(requeue_after=_earliest(plan.wake_after, decision.requeue_after, wake))
 
     async def _live_pods(self, replica: Mapping[str, Any]) -> list[Obj]:
@@ -411,10 +411,14 @@ class InferenceReplicaReconciler:
             raise
 
     async def _delete_pod(self, key: tuple[str, str], name: str, ns: str) -> None:
+        # Pod names repeat across incarnations: the uid precondition makes sure this delete (or a
+        # transport retry of it) never takes the next incarnation's pod of the same name.
+        cached = self._cache.get_or_none(PODS, name, ns)
+        uid = (cached or {}).get("metadata", {}).get("uid")
         try:
-            await self._client.delete(PODS, name, ns)
+            await self._client.delete(PODS, name, ns, uid=uid)
             self.writes += 1
-        except errors.NotFound:
+        except (errors.NotFound, errors.Conflict):  # gone, or another pod now holds the name
             self.expectations.deletion_observed(key)
         except BaseException:
             self.expectations.deletion_observed(key)

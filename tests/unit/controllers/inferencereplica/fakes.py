@@ -184,9 +184,13 @@ class FakeApi:
         self._gc(res, current)
         return current
 
-    async def delete(self, res: Resource, name: str, namespace: str | None = None) -> None:
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, *, uid: str | None = None
+    ) -> None:
         await self._in_flight("delete", name)
         current = self._existing(res, name, namespace)
+        if uid is not None and current["metadata"].get("uid") != uid:
+            raise errors.Conflict(409, "Conflict", "Precondition failed: UID in precondition")
         self.writes.append(("delete", res.kind, name))
         if current["metadata"].get("finalizers"):
             current["metadata"]["deletionTimestamp"] = NOW

@@ -3,6 +3,7 @@ is requeued and leaves a log line."""
 
 from __future__ import annotations
 
+import copy
 from datetime import timedelta
 
 import pytest
@@ -207,3 +208,22 @@ async def test_a_restart_whose_pod_events_were_lost_after_a_conflict_does_not_st
     row = (world.replica() or {})["status"]["instanceStatuses"][0]
     assert (row["phase"], row["incarnation"]) == ("Ready", 2)
     assert sorted(world.pods()) == [LEADER, WORKER_0, WORKER_1]
+
+
+async def test_a_pod_delete_never_takes_a_same_named_pod_of_another_incarnation() -> None:
+    world = World()
+    await world.serving(replicas=2)
+    (world.replica() or {})["spec"]["replicas"] = 1
+    await world.reconcile()  # Instance 1 drains
+    world.kubelet()
+    name = "chat-engine-1-default-0"
+    planned = copy.deepcopy(world.api.objects[("pods", "ns", name)])
+    # The apiserver already holds another pod under the name; the cache still has the planned one.
+    world.api.objects[("pods", "ns", name)]["metadata"]["uid"] = "newer"
+    cache_get = world.api.get_or_none
+    world.api.get_or_none = (  # type: ignore[method-assign]
+        lambda res, pod, namespace=None: planned if pod == name else cache_get(res, pod, namespace)
+    )
+    await world.reconcile()
+    assert world.pods()[name]["metadata"]["uid"] == "newer"
+    assert world.expectations.satisfied(KEY)
