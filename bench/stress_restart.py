@@ -123,6 +123,8 @@ async def _scenario(client: Client, ns: str, stall: float) -> str:
         return summary(await get())
 
     async def ready(count: int, incarnations: dict[int, int] | None = None) -> bool:
+        """`count` Instances, all Ready, each at least at the given incarnation (a restart more is
+        not a stall)."""
         obj = await get()
         if obj is None:
             return False
@@ -131,7 +133,8 @@ async def _scenario(client: Client, ns: str, stall: float) -> str:
         if (conditions.get("Ready") or {}).get("reason") != "AllInstancesReady" or len(got) != count:
             return False
         by_index = {int(r["index"]): r for r in got}
-        return all(by_index.get(i, {}).get("incarnation") == inc for i, inc in (incarnations or {}).items())
+        wanted = (incarnations or {}).items()
+        return all(int(by_index.get(i, {}).get("incarnation") or 0) >= inc for i, inc in wanted)
 
     async def account() -> bool:
         with contextlib.suppress(errors.NotFound):
@@ -156,6 +159,9 @@ async def _scenario(client: Client, ns: str, stall: float) -> str:
                 )
             await asyncio.sleep(0.5)
 
+    async def incarnations() -> dict[int, int]:
+        return {int(r["index"]): int(r.get("incarnation") or 0) for r in rows(await get() or {})}
+
     async def fail_pods() -> None:
         # With the pod's uid: a retried delete must never hit the next incarnation's pod (same name).
         for name in (f"{NAME}-0-worker-0", f"{NAME}-1-leader-0"):
@@ -168,18 +174,20 @@ async def _scenario(client: Client, ns: str, stall: float) -> str:
 
     meddler = asyncio.create_task(meddle())
     try:
+        first = {i: n + 1 for i, n in (await incarnations()).items()}
         await fail_pods()
-        t_restart = await until("restart", lambda: ready(2, {0: 2, 1: 2}), stall, show)
+        t_restart = await until("restart", lambda: ready(2, first), stall, show)
         # One pod fewer than the two Instances need once their old pods are gone.
         quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods"},
                  "spec": {"hard": {"pods": "5"}}}
         await client.create(RESOURCE_QUOTAS, quota, ns)
         await until("quota status", quota_known, stall, show)
         started = time.monotonic()
+        second = {i: n + 1 for i, n in (await incarnations()).items()}
         await fail_pods()
         await asyncio.sleep(QUOTA_HOLD)
         await client.patch(RESOURCE_QUOTAS, "pods", {"spec": {"hard": {"pods": "100"}}}, ns)
-        await until("restart under quota", lambda: ready(2, {0: 3, 1: 3}), stall, show)
+        await until("restart under quota", lambda: ready(2, second), stall, show)
         t_quota = time.monotonic() - started
         await client.update_scale(INFERENCE_REPLICAS, NAME, ns, 1)
         t_scale = await until("scale 2 -> 1", lambda: ready(1), stall, show)
