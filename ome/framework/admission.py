@@ -1,4 +1,4 @@
-"""AdmissionReview v1 responses and RFC 6902 JSON Patch diffs.
+"""AdmissionReview v1 responses, and the RFC 6902 JSON Patch between an object and its defaulted copy.
 
 Responses are plain AdmissionReview dicts, ready to serialise: handlers return them and the webhook
 server copies the request uid in. Mutating handlers edit a copy of the object and answer with
@@ -11,6 +11,7 @@ import base64
 from collections.abc import Iterable
 from typing import Any, Final
 
+import jsonpatch
 import orjson
 
 API_VERSION: Final = "admission.k8s.io/v1"
@@ -51,19 +52,12 @@ def patched(uid: str, json_patch: list[dict[str, Any]], warnings: Iterable[str] 
 
 
 def json_patch_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
-    """RFC 6902 operations that turn `before` into `after`.
+    """RFC 6902 operations that turn `before` into `after` (the `jsonpatch` library's diff).
 
-    Objects are diffed key by key; a changed list is replaced whole, because index-wise ops on lists
-    the apiserver may have reordered are fragile and a replace is always correct.
+    The apiserver applies them to the very object it sent, so index-wise list operations are exact.
     """
-    ops: list[dict[str, Any]] = []
-    _diff_objects(before, after, "", ops)
+    ops: list[dict[str, Any]] = jsonpatch.make_patch(before, after).patch
     return ops
-
-
-def escape_pointer_token(token: str) -> str:
-    """RFC 6901: "~" becomes "~0" and "/" becomes "~1", in that order."""
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _response(uid: str, is_allowed: bool, warnings: Iterable[str]) -> dict[str, Any]:
@@ -71,33 +65,3 @@ def _response(uid: str, is_allowed: bool, warnings: Iterable[str]) -> dict[str, 
     if found := list(warnings):
         response["warnings"] = found
     return response
-
-
-def _diff_objects(
-    before: dict[str, Any], after: dict[str, Any], path: str, ops: list[dict[str, Any]]
-) -> None:
-    for key, old in before.items():
-        child = f"{path}/{escape_pointer_token(key)}"
-        if key not in after:
-            ops.append({"op": "remove", "path": child})
-        else:
-            _diff_values(old, after[key], child, ops)
-    for key, new in after.items():
-        if key not in before:
-            ops.append({"op": "add", "path": f"{path}/{escape_pointer_token(key)}", "value": new})
-
-
-def _diff_values(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
-    if isinstance(old, dict) and isinstance(new, dict):
-        _diff_objects(old, new, path, ops)
-    elif not _same(old, new):
-        ops.append({"op": "replace", "path": path, "value": new})
-
-
-def _same(a: Any, b: Any) -> bool:
-    """JSON equality: unlike `==`, 1 differs from 1.0 and from True (the patch must change the type)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b

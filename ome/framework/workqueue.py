@@ -76,7 +76,6 @@ class WorkQueue(Generic[T]):
         self._processing: set[T] = set()
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
-        self._drained: asyncio.Event | None = None  # set when a drain may stop waiting
         self._heap: list[_Delayed[T]] = []
         self._waiting: dict[T, _Delayed[T]] = {}
         self._seq = itertools.count()
@@ -134,8 +133,6 @@ class WorkQueue(Generic[T]):
         if item in self._dirty:
             self._queue.append(item)
             self._wake_one()
-        elif not self._processing and self._drained is not None:
-            self._drained.set()
 
     @property
     def shutting_down(self) -> bool:
@@ -144,17 +141,6 @@ class WorkQueue(Generic[T]):
     def shutdown(self) -> None:
         """Ignore new adds and drop delayed ones; workers get what is queued, then `ShutDown`."""
         self._begin_shutdown()
-        if self._drained is not None:
-            self._drained.set()  # as in client-go, a plain shutdown ends a pending drain
-
-    async def shutdown_with_drain(self) -> None:
-        """Like `shutdown`, then wait until no item is being processed."""
-        self._begin_shutdown()
-        if self._drained is None or self._drained.is_set():
-            self._drained = asyncio.Event()  # a set one belongs to a drain that already ended
-        if not self._processing:
-            return
-        await self._drained.wait()
 
     def _begin_shutdown(self) -> None:
         self._shutting_down = True

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonpatch
 import orjson
 from aiohttp import web
 
@@ -101,23 +102,6 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
-
-
-def json_patch(target: Obj, ops: list[Obj]) -> Obj:
-    """RFC 6902 add/replace/remove/test on dict paths (enough for tests)."""
-    doc = copy.deepcopy(target)
-    for op in ops:
-        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
-        node = doc
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-        if op["op"] == "test" and node.get(last) != op["value"]:
-            raise ValueError(f"test failed at {op['path']}")
-        if op["op"] in ("add", "replace"):
-            node[last] = op["value"]
-        elif op["op"] == "remove":
-            del node[last]
-    return doc
 
 
 def label_matcher(selector: str) -> Callable[[Obj], bool]:
@@ -329,6 +313,8 @@ class FakeApiServer:
         sub = rest[1] if len(rest) > 1 else None
         try:
             return await self._route(request, coll, namespace, name, sub, body)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+            return _status(422, "Invalid", f"the JSON patch cannot be applied: {exc}")  # as the apiserver
         except (ValueError, KeyError, orjson.JSONDecodeError) as exc:
             return _status(400, "BadRequest", f"bad request: {exc!r}")
 
@@ -364,7 +350,7 @@ class FakeApiServer:
                 patch = {"spec": {"replicas": patch["spec"]["replicas"]}}
                 sub = None
             if "json-patch" in content_type:
-                return self._write(coll, current, json_patch(current, patch), sub, replace=True)
+                return self._write(coll, current, jsonpatch.apply_patch(current, patch), sub, replace=True)
             return self._write(coll, current, merge_patch(current, patch), sub, replace=True)
         return _status(405, "MethodNotAllowed", method)
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import base64
-import copy
 import json
 from typing import Any
 
+import jsonpatch
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -16,25 +16,8 @@ from ome.framework import admission
 
 
 def apply_patch(doc: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
-    """A minimal RFC 6902 applier (add/remove/replace on objects) for round-trip checks."""
-    doc = copy.deepcopy(doc)
-    for op in ops:
-        tokens = [t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]]
-        parent = doc
-        for token in tokens[:-1]:
-            parent = parent[token]
-        last = tokens[-1]
-        if op["op"] == "remove":
-            del parent[last]
-        elif op["op"] == "add":
-            assert last not in parent
-            parent[last] = op["value"]
-        elif op["op"] == "replace":
-            assert last in parent
-            parent[last] = op["value"]
-        else:
-            raise AssertionError(op)
-    return doc
+    applied: dict[str, Any] = jsonpatch.apply_patch(doc, ops)  # the library applies RFC 6902 in full
+    return applied
 
 
 def canonical(doc: Any) -> str:
@@ -47,7 +30,7 @@ def canonical(doc: Any) -> str:
         ({"a": 1}, {"a": 1}, []),
         ({}, {"a": {"b": 1}}, [{"op": "add", "path": "/a", "value": {"b": 1}}]),
         ({"a": 1, "b": 2}, {"a": 1}, [{"op": "remove", "path": "/b"}]),
-        ({"s": {"x": [1, 2]}}, {"s": {"x": [2, 1]}}, [{"op": "replace", "path": "/s/x", "value": [2, 1]}]),
+        ({"s": {"x": [1, 2]}}, {"s": {"x": [1, 2, 3]}}, [{"op": "add", "path": "/s/x/2", "value": 3}]),
         ({"m": {"a/b~c": 1}}, {"m": {"a/b~c": 2}}, [{"op": "replace", "path": "/m/a~1b~0c", "value": 2}]),
         ({"n": 1}, {"n": 1.0}, [{"op": "replace", "path": "/n", "value": 1.0}]),
         ({"n": 1}, {"n": True}, [{"op": "replace", "path": "/n", "value": True}]),
@@ -57,7 +40,7 @@ def canonical(doc: Any) -> str:
         "equal",
         "add-nested",
         "remove",
-        "list-replaced-whole",
+        "list-append",
         "escaped-key",
         "int-to-float",
         "int-to-bool",

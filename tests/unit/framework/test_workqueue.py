@@ -123,32 +123,6 @@ async def test_shutdown_wakes_waiting_getters() -> None:
         await asyncio.wait_for(getter, 1)
 
 
-async def test_shutdown_with_drain_waits_for_items_in_processing() -> None:
-    queue: WorkQueue[str] = WorkQueue()
-    queue.add("a")
-    item = await queue.get()
-    drain = asyncio.create_task(queue.shutdown_with_drain())
-    await asyncio.sleep(0.02)
-    assert not drain.done(), "drain must wait while an item is processing"
-    queue.done(item)
-    await asyncio.wait_for(drain, 1)
-
-
-async def test_shutdown_cuts_a_pending_drain_short() -> None:
-    queue: WorkQueue[str] = WorkQueue()
-    queue.add("a")
-    await queue.get()
-    drain = asyncio.create_task(queue.shutdown_with_drain())
-    await asyncio.sleep(0)
-    queue.shutdown()
-    await asyncio.wait_for(drain, 1)
-
-
-async def test_shutdown_with_drain_returns_at_once_when_idle() -> None:
-    queue: WorkQueue[str] = WorkQueue()
-    await asyncio.wait_for(queue.shutdown_with_drain(), 1)
-
-
 async def test_add_after_releases_items_in_deadline_order() -> None:
     queue: WorkQueue[str] = WorkQueue()
     queue.add_after("a", 0.06)

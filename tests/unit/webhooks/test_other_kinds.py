@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import jsonpatch
 import orjson
 import pytest
 
@@ -78,11 +79,14 @@ def test_runtime_defaulter_fills_operator_and_weight() -> None:
     rt = runtime("rt", {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "t", "weight": 3}})
     got = run("/mutate-ome-io-v1beta1-clusterservingruntime", "ClusterServingRuntime", rt)
     ops = orjson.loads(base64.b64decode(got["patch"]))
-    assert {"op": "add", "path": "/spec/supportedModelFormats", "value": None} not in ops
-    assert any(op["path"] == "/spec/supportedModelFormats" for op in ops)  # lists are replaced whole
-    replaced = next(op["value"] for op in ops if op["path"] == "/spec/supportedModelFormats")
-    assert replaced[0]["modelFormat"] == {"name": "safetensors", "operator": "Equal", "weight": 1}
-    assert replaced[0]["modelFramework"] == {"name": "t", "weight": 3, "operator": "Equal"}
+    defaulted = jsonpatch.apply_patch(rt, ops)  # what the apiserver stores
+    assert defaulted["spec"]["supportedModelFormats"][0]["modelFormat"] == {
+        "name": "safetensors", "operator": "Equal", "weight": 1
+    }
+    assert defaulted["spec"]["supportedModelFormats"][0]["modelFramework"] == {
+        "name": "t", "weight": 3, "operator": "Equal"
+    }
+    assert all(op.get("value", "") is not None for op in ops), "no field is set to null"
 
 
 def test_isvc_defaulter_writes_no_replica_or_grace_defaults() -> None:
