@@ -27,8 +27,8 @@ class RolloutSettings:
     max_concurrent_reconciles: int = 4
 
     def __post_init__(self) -> None:
-        if self.instance_ready_timeout is not None and self.instance_ready_timeout <= 0:
-            raise ValueError("instance_ready_timeout must be positive or None")
+        if self.instance_ready_timeout is not None and self.instance_ready_timeout < 0:
+            raise ValueError("instance_ready_timeout must not be negative (0 counts as unset)")
         if self.retry.max_attempts < 1:
             raise ValueError("updateRetry.maxAttempts must be >= 1")
         if self.max_concurrent_reconciles < 1:

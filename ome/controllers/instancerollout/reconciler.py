@@ -160,7 +160,7 @@ class InstanceRolloutReconciler:
             retry_blocks=list(prev.get("retryBlocks") or []),
             policy=self._settings.retry,
             now=self._now(),
-            ready_timeout=own if own else self._settings.instance_ready_timeout,
+            ready_timeout=own if own else (self._settings.instance_ready_timeout or None),
             unschedulable_grace=self._settings.unschedulable_grace,
             min_ready_seconds=min_ready_seconds(replica),
             paused=bool(spec.get("paused")),

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
+from ome.framework import errors
 from ome.framework.reconcile import Request
 from ome.framework.resources import INFERENCE_REPLICAS
 from ome.omenative import instance_names as names
@@ -119,3 +120,35 @@ async def test_replica_controller_keeps_the_rollout_fields() -> None:
     status = (world.replica() or {})["status"]
     assert status["rolloutHold"]["gate"] == "Budget"
     assert [r["phase"] for r in status["instanceStatuses"]].count("Updating") == 1
+
+
+async def test_a_pod_the_api_server_rejects_holds_the_revision_as_invalid_pod_spec() -> None:
+    world = World()
+    await start(world, {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}})
+    mover = rollout(world)  # no updateRetry: the first counted failure holds
+    world.api.fail[("create", "chat-engine-0-default-1")] = errors.Invalid(422, "Invalid", "spec: invalid")
+    change_image(world, "img:2")
+    await run(world, mover, rounds=4)
+    status = (world.replica() or {})["status"]
+    [block] = status["retryBlocks"]
+    assert (block["state"], block["reason"], block["attemptsStarted"]) == ("Held", "InvalidPodSpec", 1)
+    assert status["rolloutHold"]["gate"] == "Held"
+    assert {r["runningRevision"] for r in status["instanceStatuses"]} == {status["currentRevision"]}
+    assert [e for e in world.recorder.events if e[1] == "RetryHeld"]
+    assert serving_instances(world) == 3
+
+
+async def test_zero_timeouts_count_as_unset() -> None:
+    world = World()
+    strategy = {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}
+    world.api.put(
+        INFERENCE_REPLICAS,
+        replica_body(replicas=1, lifecycle={"updateStrategy": strategy, "instanceReadyTimeout": "0s"}),
+    )
+    await world.settle()
+    mover = rollout(world, instance_ready_timeout=0.0)
+    change_image(world, "img:2")
+    await world.reconcile()
+    await mover.reconcile(REQ)
+    [row] = rows(world)
+    assert row["phase"] == "Updating" and "deadline" not in row["operation"]
