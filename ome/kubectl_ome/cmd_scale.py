@@ -393,7 +393,7 @@ async def scale(ctx: Ctx, args: argparse.Namespace) -> str:
         try:
             return await ctx.client.get(INFERENCE_REPLICAS, name, ctx.namespace)
         except errors.ApiError:
-            raise Refused(SOURCE_BAD) from None
+            raise CliError(SOURCE_BAD) from None
 
     async def prepare() -> guarded.Action:
         isvc = await read_for_action(ctx.client, args.name, ctx.namespace)
@@ -403,13 +403,13 @@ async def scale(ctx: Ctx, args: argparse.Namespace) -> str:
             raise Refused("a rollout promote or rollback mailbox is present")
         sync = annotations.get(RUNTIME_SYNC)
         if sync and sync != (isvc.get("status") or {}).get("lastRuntimeSyncToken"):
-            raise Refused(SOURCE_BAD)
+            raise CliError(SOURCE_BAD)
         active = await resolve_active_runtime(ctx.client, isvc, args.ome_namespace)
         if args.component not in active.omenative:
-            raise Refused(SOURCE_BAD)
+            raise CliError(SOURCE_BAD)
         body = (isvc.get("spec") or {}).get(args.component) or {}
         if body.get("autoscalerPolicyRef") and not body.get("autoscaler"):
-            raise Refused(
+            raise CliError(
                 "manual scale requires locally verifiable autoscaling; "
                 "winning policy resolution is unavailable"
             )
@@ -422,17 +422,17 @@ async def scale(ctx: Ctx, args: argparse.Namespace) -> str:
         )
         current = spec.get("replicas")
         if not isinstance(current, int) or current < 1 or spec.get("component") != args.component:
-            raise Refused(INVALID)
+            raise CliError(INVALID)
         stamp = (meta.get("annotations") or {}).get("ome.io/parent-generation")
         if status.get("observedGeneration") != meta.get("generation") or (
             stamp is not None and str(stamp) != str((isvc.get("metadata") or {}).get("generation"))
         ):
             raise Refused("controller safety evidence is stale or inconsistent")
         if busy(isvc, args.component, replica) or rollout_report.active_run(isvc):
-            raise Refused(BUSY)
+            raise CliError(BUSY)
         low, high = bounds(isvc, active.runtime.obj, args.component)
         if not low <= wanted <= high:
-            raise Refused(OUT_OF_BOUNDS)
+            raise CliError(OUT_OF_BOUNDS)
         scaler = (((isvc.get("status") or {}).get("components") or {}).get(args.component) or {}).get(
             "autoscaler"
         ) or {}

@@ -203,11 +203,18 @@ async def confirm(terminal: Terminal, yes: bool) -> None:
 
 
 def _is_conflict(exc: errors.ApiError) -> bool:
-    """A 409, or the 422 the apiserver answers when a JSON Patch `test` operation fails."""
+    """A 409, or the 422 the apiserver answers when a JSON Patch `test` operation fails.
+
+    The apiserver puts the jsonpatch error ("testing value ... failed") in details.causes and a generic
+    message on top; an admission or schema denial names its fields instead."""
     if isinstance(exc, errors.Conflict):
         return True
-    text = str(exc).lower()
-    return exc.status == 422 and ("test" in text and ("fail" in text or "testing value" in text))
+    if exc.status != 422:
+        return False
+    texts = [exc.message, *(c.message for c in exc.causes)]
+    if any("test" in t.lower() and "fail" in t.lower() for t in texts):
+        return True
+    return not any(c.field for c in exc.causes) and exc.message.startswith("the server rejected our request")
 
 
 async def send(client: Client, action: Action, dry_run: str) -> Outcome:

@@ -152,16 +152,16 @@ async def test_status_and_runtime_effective(client: Client, namespace: str, kube
         {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": "chat-engine.warn", "namespace": namespace},
+            "metadata": {"name": "chat.warn", "namespace": namespace},
             "involvedObject": {
                 "apiVersion": "ome.io/v1beta1",
-                "kind": "InferenceReplica",
-                "name": "chat-engine",
+                "kind": "InferenceService",
+                "name": "chat",
                 "namespace": namespace,
             },
             "type": "Warning",
             "reason": "GangSplitRisk",
-            "message": "pods of Instance 0 may schedule apart",
+            "message": "pods of Instance 0 may schedule apart; see https://example.com/x",
             "count": 2,
             "firstTimestamp": _now(),
             "lastTimestamp": _now(),
@@ -173,14 +173,13 @@ async def test_status_and_runtime_effective(client: Client, namespace: str, kube
     assert (rc, err) == (0, "")
     rows = [re.split(r"\s{3,}", line, maxsplit=1) for line in out.splitlines()]
     assert ["Ready", "True / Valid"] in rows
-    assert ["engine", "True / Valid; OMENative (ComponentAnnotation) reason=Ready"] in rows
-    assert ["engine url", f"http://chat-engine.{namespace}.svc.cluster.local"] in rows
-    assert ["engine instances", "chat-engine evidence=OK encoding=DenseV1 Ready=1"] in rows
-    assert ["Runtime", f"SR/{namespace}/vllm (Explicit)"] in rows
-    assert [
-        "Warning InferenceReplica/chat-engine",
-        "GangSplitRisk x2: pods of Instance 0 may schedule apart",
-    ] in rows
+    assert ["engine", "True / Valid; Ready pods=0/0 restarts=0"] in rows
+    assert ["Declared runtime", "vllm"] in rows
+    assert ["Runtime active", "Reported / Available"] in rows
+    assert ["Warning Inference...", "chat GangSplitRisk"] in rows
+
+    rc, out, err = await kubectl_ome(kubeconfig, "status", "chat", "-n", namespace, "-o", "wide")
+    assert rc == 0 and "[OMITTED]" in out and "https://example.com" not in out
 
     rc, out, err = await kubectl_ome(kubeconfig, "runtime", "effective", "chat", "-n", namespace)
     assert (rc, err) == (0, "")
@@ -191,7 +190,7 @@ async def test_status_and_runtime_effective(client: Client, namespace: str, kube
 async def test_missing_service_is_a_one_line_error(namespace: str, kubeconfig: Path) -> None:
     rc, out, err = await kubectl_ome(kubeconfig, "status", "nope", "-n", namespace)
     assert (rc, out) == (1, "")
-    assert err == f'error: InferenceService "nope" not found in namespace "{namespace}"\n'
+    assert err == "error: status InferenceService was not found\n"
 
 
 async def test_runtime_explain_ranks_the_runtimes_for_a_model(
