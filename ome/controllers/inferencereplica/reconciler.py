@@ -532,13 +532,29 @@ class InferenceReplicaReconciler:
         )
         new = status.compute(inputs)
         if new != (replica.get("status") or {}):
-            await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": new})
-            self.writes += 1
+            await self._update_status(replica, new)
             log.debug("status updated", replicas=new.get("replicas"), ready=new.get("readyReplicas"))
         # After the write: a once-only event is stamped in `announced` by the write that follows it.
         for type_, reason, message in plan.events:
             if self._recorder is not None:
                 self._recorder.event(replica, "Warning" if type_ == "Warning" else "Normal", reason, message)
+
+    async def _update_status(self, replica: Obj, new: Obj) -> None:
+        """Write the status planned from `replica`. The status is the Instances' memory (phase,
+        operation, step), and the pod writes of this pass already followed it: a 409 caused only by
+        someone else's metadata write (same status, same generation on a live read) must not lose it,
+        so it is written again on the fresh object. Any other 409 is raised: the pass was planned
+        from a stale status and is redone from the cache."""
+        try:
+            await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": new})
+        except errors.Conflict:
+            meta = replica["metadata"]
+            fresh = await self._client.get(INFERENCE_REPLICAS, meta["name"], meta["namespace"])
+            same = (fresh.get("status") or {}) == (replica.get("status") or {})
+            if not same or fresh["metadata"].get("generation") != meta.get("generation"):
+                raise
+            await self._client.update_status(INFERENCE_REPLICAS, {**fresh, "status": new})
+        self.writes += 1
 
     # -- writes -------------------------------------------------------------------------------
 

@@ -227,3 +227,36 @@ async def test_a_pod_delete_never_takes_a_same_named_pod_of_another_incarnation(
     await world.reconcile()
     assert world.pods()[name]["metadata"]["uid"] == "newer"
     assert world.expectations.satisfied(KEY)
+
+
+async def test_a_conflict_from_a_metadata_write_does_not_lose_the_planned_status() -> None:
+    world = World()
+    world.api.put(INFERENCE_REPLICAS, replica_body(workers=2))
+    await world.settle()
+    await world.api.delete(PODS, WORKER_0, "ns")  # a pod of the Ready Instance fails
+    # The cache read the replica before someone annotated it: its resourceVersion is stale.
+    stale = copy.deepcopy(world.replica() or {})
+    await world.api.patch(INFERENCE_REPLICAS, "chat-engine", {"metadata": {"annotations": {"x": "1"}}}, "ns")
+    cache_get = world.api.get_or_none
+    world.api.get_or_none = (  # type: ignore[method-assign]
+        lambda res, name, namespace=None: stale if res is INFERENCE_REPLICAS else cache_get(res, name, namespace)
+    )
+    await world.reconcile()  # no 409 surfaces: the status (same on a live read) is written again
+    row = (world.replica() or {})["status"]["instanceStatuses"][0]
+    assert (row["phase"], row["incarnation"], row["operation"]["step"]) == ("Restarting", 2, "Drain")
+
+
+async def test_a_conflict_from_a_status_write_is_raised_and_replanned() -> None:
+    world = World()
+    world.api.put(INFERENCE_REPLICAS, replica_body(workers=2))
+    await world.settle()
+    await world.api.delete(PODS, WORKER_0, "ns")
+    stale = copy.deepcopy(world.replica() or {})
+    current = world.replica() or {}
+    await world.api.update_status(INFERENCE_REPLICAS, {**current, "status": {**current["status"], "x": 1}})
+    cache_get = world.api.get_or_none
+    world.api.get_or_none = (  # type: ignore[method-assign]
+        lambda res, name, namespace=None: stale if res is INFERENCE_REPLICAS else cache_get(res, name, namespace)
+    )
+    with pytest.raises(errors.Conflict):
+        await world.reconcile()
