@@ -6,7 +6,7 @@ store_true refuses `--flag=false`, and an optional value alone (nargs="?") would
 a bare flag. So a `BoolFlag` takes an optional value, and `parse_args` first turns every bare `--flag` into
 `--flag=true`: a value can then only come after `=`, and `--flag false` fails as an unexpected argument.
 
-`HelpFormatter` shows each flag's default, except Go's zero values (unset, false, ""), as Go's help does.
+`HelpFormatter` shows each flag's default, except Go's zero values (unset, false, 0, ""), as Go's help does.
 """
 
 from __future__ import annotations
@@ -46,14 +46,20 @@ class HelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         default = action.default
-        if ("%(default)" in text or not action.option_strings or default is argparse.SUPPRESS
-                or default is None or default is False or default == ""):
+        if "%(default)" in text or not action.option_strings or _go_zero(default):
             return text
         return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         # Flag and resource names are hyphenated: never break a line inside one.
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def _go_zero(default: Any) -> bool:
+    """Go's help leaves out a flag's default when it is its type's zero value: false, 0, "" (or unset)."""
+    if default is None or default is argparse.SUPPRESS or isinstance(default, bool):
+        return default is not True
+    return default == "" or (isinstance(default, int | float) and default == 0)
 
 
 def parser(prog: str, description: str | None = None) -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@ boolean flag of ome-manager, ome-model-agent and ome-dev; help texts with defaul
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -66,7 +67,8 @@ def test_no_boolean_flag_bypasses_go_semantics(program: str, monkeypatch: pytest
     assert offenders == []
 
 
-MANAGER_BOOLS = ["--leader-elect", "--webhook-self-register", "--webhook-cert-bootstrap"]
+MANAGER_BOOLS = ["--leader-elect", "--webhook-self-register", "--webhook-cert-bootstrap", "--webhook", "--enable-http2",
+                 "--metrics-secure", "--zap-devel"]
 
 
 @pytest.mark.parametrize("flag", MANAGER_BOOLS)
@@ -79,10 +81,32 @@ def test_manager_booleans_take_every_go_form(flag: str) -> None:
     assert getattr(manager.parse_args([f"{flag}=0", "--webhook-port=0"]), dest) is False
 
 
-def test_manager_booleans_found_by_introspection(monkeypatch: pytest.MonkeyPatch) -> None:
-    p = _parser_of(monkeypatch, manager.parse_args)
-    found = sorted(s for a in _all_actions(p) if isinstance(a, flags.BoolFlag) for s in a.option_strings)
-    assert found == sorted(MANAGER_BOOLS)
+@pytest.mark.parametrize("program", sorted(_entries()))
+def test_every_boolean_flag_found_takes_every_go_form(program: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each BoolFlag of the program's parser (a subcommand's too), whatever flags are added later."""
+    p = _parser_of(monkeypatch, _entries()[program])
+    found = [a for a in _all_actions(p) if isinstance(a, flags.BoolFlag)]
+    if program == "ome-manager":
+        assert set(MANAGER_BOOLS) <= {s for a in found for s in a.option_strings}
+    for action in found:
+        flag = action.option_strings[-1]
+        owner = _owning_parser(p, action)
+        assert getattr(flags.parse_args(owner, [flag]), action.dest) is True
+        assert getattr(flags.parse_args(owner, [f"{flag}=True"]), action.dest) is True
+        assert getattr(flags.parse_args(owner, [f"{flag}=false"]), action.dest) is False
+        assert getattr(flags.parse_args(owner, [f"{flag}=f"]), action.dest) is False
+
+
+def _owning_parser(p: argparse.ArgumentParser, wanted: argparse.Action) -> argparse.ArgumentParser:
+    """The (sub)parser that declares `wanted`, so it can be parsed on its own."""
+    if wanted in p._actions:
+        return p
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                with contextlib.suppress(LookupError):
+                    return _owning_parser(sub, wanted)
+    raise LookupError(wanted.dest)
 
 
 def test_leader_elect_false_is_no_longer_an_error() -> None:
@@ -178,3 +202,17 @@ def test_model_agent_help_documents_namespace_and_models_root(capsys: pytest.Cap
     assert "status ConfigMaps" in text
     assert "--models-root-dir MODELS_ROOT_DIR root directory for models on the node" in text
     assert "(default: /mnt/models)" in text
+
+
+def test_help_leaves_out_gos_zero_values_only() -> None:
+    p = flags.parser("demo")
+    p.add_argument("--count", type=int, default=0, help="an int")
+    p.add_argument("--address", default="0", help="a string")
+    p.add_argument("--on", action=flags.BoolFlag, default=True, help="a true bool")
+    p.add_argument("--off", action=flags.BoolFlag, help="a false bool")
+    p.add_argument("--ratio", type=float, default=0.0, help="a float")
+    text = " ".join(p.format_help().split())
+    assert "an int --address" in text  # no default for the int zero
+    assert 'a string (default: 0)' in text  # a string "0" is not a zero value
+    assert "a true bool (default: True)" in text and "a false bool --ratio" in text
+    assert text.endswith("a float")
