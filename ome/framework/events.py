@@ -24,6 +24,7 @@ import structlog
 from structlog.typing import FilteringBoundLogger
 
 from ome.framework import ratelimit, resources
+from ome.framework.timefmt import format_time
 
 __all__ = ["EventRecorder", "EventType", "EventWriter"]
 
@@ -114,7 +115,7 @@ class EventRecorder:
             type_=type_,
             reason=reason,
             message=message,
-            timestamp=_rfc3339(datetime.now(UTC)),
+            timestamp=format_time(datetime.now(UTC)),
             observed_at=self._clock.monotonic(),
         )
         if self._closed:
@@ -220,6 +221,3 @@ class EventRecorder:
         return body
 
 
-def _rfc3339(moment: datetime) -> str:
-    """metav1.Time: whole seconds, UTC, 'Z'."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -30,13 +30,13 @@ import prometheus_client
 import structlog
 
 from ome.framework import resources
+from ome.framework.timefmt import format_micro_time
 
 _T = TypeVar("_T")
 _log = structlog.get_logger(__name__)
 
 # client-go's acquire uses JitterUntil(RetryPeriod, 1.2): sleeps RP * (1 + U[0, 1.2)).
 ACQUIRE_JITTER: Final = 1.2
-MICRO_TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%S.%fZ"
 LEASE_API_VERSION: Final = "coordination.k8s.io/v1"
 
 LEADER_STATUS = prometheus_client.Gauge(
@@ -92,13 +92,6 @@ class LeaseClient(Protocol):
 def hostname_uuid4() -> str:
     """controller-runtime's identity: the hostname alone could be shared by two live pods."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def format_micro_time(moment: datetime) -> str:
-    """Lease MicroTime: RFC 3339 in UTC with microseconds always present."""
-    if moment.tzinfo is None:
-        raise ValueError("MicroTime needs an aware datetime")
-    return moment.astimezone(UTC).strftime(MICRO_TIME_FORMAT)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)

@@ -19,13 +19,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import structlog
 
-from ome.framework import errors, resources
+from ome.framework import errors, resources, timefmt
 from ome.modelagent import hf, staging
 from ome.models import scan, storage
 from ome.models.entries import Progress
@@ -168,4 +167,4 @@ async def _monitor(source: storage.HfSource, plan: hf.Plan, target: Path, done: 
         log.info("download progress", completed_bytes=completed, total_bytes=plan.total_bytes,
                  bytes_per_second=round(rate), files_done=done[0], files=len(plan.files))
         await on_progress(Progress("Downloading", plan.total_bytes, completed, len(plan.files), done[0], rate,
-                                   datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")))
+                                   timefmt.now()))

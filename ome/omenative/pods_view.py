@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ome.framework import timefmt
+from ome.framework.timefmt import format_time as format_time  # re-exported for the omenative modules
 from ome.omenative import instance_names as names
 
 
@@ -96,13 +98,7 @@ def _main_status(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def format_time(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.parse_time(value) if value else None
 
 
 def go_duration(seconds: float) -> str:

@@ -24,6 +24,7 @@ from ome.framework.controller import Controller
 from ome.framework.handlers import EventType, Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request, Result
+from ome.framework.timefmt import format_time
 from ome.resolution import runtime_revisions as rr
 
 NAME: Final = "runtime-revision-gc"
@@ -82,7 +83,7 @@ class RevisionGC:
             await self._writer.delete(resources.CONTROLLER_REVISIONS, name, namespace, uid=meta.get("uid"))
         elif step.action == rr.MARK:
             log.info("Marking unused runtime revision", revision=name)
-            stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            stamp = format_time(now)
             await self._mark(name, namespace, {rr.GC_ELIGIBLE_SINCE_ANNOTATION: stamp})
         elif step.action == rr.KEEP and step.marked:
             log.info("Runtime revision in use again", revision=name)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
+
+from ome.framework.timefmt import parse_time
 
 EVENT_REASON: Final = "TTLExpired"
 
@@ -24,11 +26,6 @@ class TTLState:
 
 def message(ttl: int) -> str:
     return f"Deleted because ttlSecondsAfterCreation={ttl} has passed"
-
-
-def parse_time(value: str) -> datetime:
-    """An RFC 3339 timestamp as the apiserver writes it ("2026-01-02T03:04:05Z")."""
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def check(isvc: Mapping[str, Any], now: datetime) -> TTLState | None:

@@ -9,12 +9,11 @@ result differs from what is stored, so a reconcile with nothing new makes no API
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 import structlog
 
-from ome.framework import errors, resources
+from ome.framework import errors, resources, timefmt
 from ome.framework.reconcile import Request, Result
 from ome.framework.resources import Resource
 from ome.models import labels, status, storage
@@ -48,7 +47,7 @@ def resource_for(req: Request) -> Resource:
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.now()
 
 
 class ModelStatusReconciler:
