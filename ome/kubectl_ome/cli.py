@@ -82,7 +82,14 @@ def _key(args: argparse.Namespace) -> tuple[str, str | None]:
 async def run(args: argparse.Namespace, stdin: IO[str], stderr: IO[str], stdout: IO[str]) -> str:
     opts = Options.from_args(args)
     action = _key(args) in _ACTIONS
-    conn = await connect(opts, per_request_timeout=REQUEST_TIMEOUT if action else None)
+    try:
+        conn = await connect(opts, per_request_timeout=REQUEST_TIMEOUT if action else None)
+    except CliError:
+        if args.command != "version":
+            raise
+        # `version` still prints both values: the Operator is unknown with the reason.
+        return cmd_misc.version_text(stdout, cmd_misc.client_version(),
+                                     "unknown (resolve kubernetes-client: Unavailable)")
     ctx = Ctx(conn, Terminal(stdin, stderr, now_utc), stdout)
     try:
         if args.command in _OWN_DEADLINE or action:

@@ -115,7 +115,9 @@ async def _component_reports(
     for line in found.warnings:
         ctx.terminal.stderr.write(f"warning: {line}\n")
     reads = instances.component_order(found.reads)
-    return [instances.component_report(r) for r in reads], found.summary
+    generation = (isvc.get("metadata") or {}).get("generation")
+    parent = generation if isinstance(generation, int) else None
+    return [instances.component_report(r, parent) for r in reads], found.summary
 
 
 async def instance_list(ctx: Ctx, args: argparse.Namespace) -> str:
@@ -132,7 +134,7 @@ async def instance_list(ctx: Ctx, args: argparse.Namespace) -> str:
 def _evidence(report: instances.ComponentReport | None) -> str:
     if report is None:
         return "Unavailable"
-    if report.evidence.startswith("STALE"):
+    if report.evidence.startswith("STALE") or report.evidence == "PARENT-UNAVL":
         return "Stale"
     if report.evidence.startswith("BAD"):
         return "Malformed"

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import aiohttp
 
@@ -445,7 +445,11 @@ async def version(ctx: Ctx, args: argparse.Namespace) -> str:
     except errors.ApiError as exc:
         reason = next((r for t, r in _REASONS if isinstance(exc, t)), "MalformedResponse")
         operator = f"unknown (get deployments.apps {args.ome_namespace}/{MANAGER_DEPLOYMENT}: {reason})"
-    client = client_version()
-    if ctx.stdout.isatty():
+    return version_text(ctx.stdout, client_version(), operator)
+
+
+def version_text(stdout: IO[str], client: str, operator: str) -> str:
+    """A COMPONENT/VERSION table on a terminal, `Client Version:` and `Operator Version:` lines otherwise."""
+    if stdout.isatty():
         return format_table(("COMPONENT", "VERSION"), [("Client", client), ("Operator", operator)])
     return f"Client Version: {client}\nOperator Version: {operator}\n"

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ome.framework import errors
-from ome.framework.resources import INFERENCE_REPLICAS
+from ome.framework.resources import HPAS, INFERENCE_REPLICAS, SCALED_OBJECTS
 from ome.kubectl_ome import fetch, guarded, rollout_report
 from ome.kubectl_ome.context import (
     PROMOTE,
@@ -291,9 +291,65 @@ async def _live_counts(ctx: Ctx, isvc: Mapping[str, Any]) -> dict[str, dict[str,
     return out
 
 
+def scaler_rows(kind: str, scaler: Mapping[str, Any]) -> dict[str, str]:
+    """SCALER-* rows from a live HorizontalPodAutoscaler or ScaledObject (pure)."""
+    meta, status = scaler.get("metadata") or {}, scaler.get("status") or {}
+    conds = {str(c.get("type")): str(c.get("status")) for c in status.get("conditions") or []}
+    rows = {"SCALER-KIND": kind, "SCALER-EVIDENCE": "Reported"}
+    pairs: tuple[tuple[str, str], ...]
+    if kind == "HPA":
+        observed = status.get("observedGeneration")
+        rows["SCALER-GEN"] = (
+            "Matched" if observed is not None and observed == meta.get("generation") else "Unproven"
+        )
+        if rows["SCALER-GEN"] != "Matched":
+            rows["SCALER-EVIDENCE"] = "Stale"
+        rows["SCALER-CURRENT"] = str(status.get("currentReplicas", 0))
+        rows["SCALER-DESIRED"] = str(status.get("desiredReplicas", 0))
+        pairs = (
+            ("SCALER-ABLE", "AbleToScale"),
+            ("SCALER-SCALING", "ScalingActive"),
+            ("SCALER-LIMITED", "ScalingLimited"),
+        )
+    else:
+        rows["SCALER-GEN"] = "Unproven"
+        pairs = (
+            ("SCALER-READY", "Ready"),
+            ("SCALER-ACTIVE", "Active"),
+            ("SCALER-FALLBACK", "Fallback"),
+            ("SCALER-PAUSED", "Paused"),
+        )
+    rows.update({row: conds[type_] for row, type_ in pairs if type_ in conds})
+    if meta.get("deletionTimestamp"):
+        rows["SCALER-EVIDENCE"] = "Deleting"
+    return rows
+
+
+async def _live_scalers(ctx: Ctx, isvc: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    components = (isvc.get("status") or {}).get("components") or {}
+    out: dict[str, dict[str, str]] = {}
+    for comp, entry in components.items():
+        scaler = (entry or {}).get("autoscaler") or {}
+        target = str(((entry or {}).get("scaleTargetRef") or {}).get("name") or "")
+        cls = scaler.get("class")
+        if scaler.get("managedBy") != "ome" or cls not in ("HPA", "KEDA") or not target:
+            out[comp] = {"SCALER-KIND": str(cls or "Unknown"), "SCALER-EVIDENCE": "NotSelected"}
+            continue
+        res, name = (HPAS, target) if cls == "HPA" else (SCALED_OBJECTS, f"scaledobject-{target}")
+        try:
+            out[comp] = scaler_rows(str(cls), await ctx.client.get(res, name, ctx.namespace))
+        except errors.ApiError as exc:
+            reason = {404: "NotFound", 403: "Forbidden"}.get(exc.status, "Unavailable")
+            out[comp] = {"SCALER-KIND": str(cls), "SCALER-EVIDENCE": reason}
+    return out
+
+
 async def autoscale_status(ctx: Ctx, args: argparse.Namespace) -> str:
     isvc = await read_isvc(ctx.client, args.name, ctx.namespace)
-    live = await _live_counts(ctx, isvc) if args.live_scale else None
+    live = await _live_counts(ctx, isvc) if args.live_scale else {}
+    if args.live_scaler:
+        for comp, found in (await _live_scalers(ctx, isvc)).items():
+            live.setdefault(comp, {}).update(found)
     state, rows, content = autoscale_table(isvc, live)
     if args.output in ("json", "yaml"):
         doc = document(

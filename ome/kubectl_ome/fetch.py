@@ -66,7 +66,7 @@ def select_replicas(isvc: Mapping[str, Any], items: Sequence[Mapping[str, Any]])
         owned = by_name.get(canonical)
         if owned is not None and canonical not in named and _parent(owned) == name:
             if _component(owned) == component:
-                out.reads.append(ReplicaRead(component, canonical, owned))
+                out.reads.append(ReplicaRead(component, canonical, owned, projected=True))
             else:
                 out.summary.append(REJECTED)
                 out.warnings.append(f"{canonical}: spec.component is {_component(owned)!r}, not {component}")

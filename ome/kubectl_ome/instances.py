@@ -42,6 +42,8 @@ class ReplicaRead:
     replica: Mapping[str, Any] | None
     duplicate: bool = False
     """A second InferenceReplica claiming the component for the same InferenceService."""
+    projected: bool = False
+    """Projected by the InferenceService (named `<isvc>-<component>`), not one spec.replicaRefs names."""
 
 
 @dataclass(slots=True)
@@ -114,8 +116,25 @@ def status_problems(status: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def component_report(read: ReplicaRead) -> ComponentReport:
-    """The rows of one InferenceReplica and its EVIDENCE value."""
+PARENT_GENERATION: Final = "ome.io/parent-generation"
+
+
+def parent_problem(replica: Mapping[str, Any], parent_generation: int | None) -> str | None:
+    """How the InferenceReplica's `ome.io/parent-generation` stamp compares with the service's generation:
+    None (current or not checkable), "PARENT" (invalid or ahead), "STALE" or "UNAVL" (missing)."""
+    if parent_generation is None:
+        return None
+    stamp = ((replica.get("metadata") or {}).get("annotations") or {}).get(PARENT_GENERATION)
+    if stamp is None:
+        return "UNAVL"
+    if not str(stamp).isdigit() or int(stamp) > parent_generation:
+        return "PARENT"
+    return "STALE" if int(stamp) < parent_generation else None
+
+
+def component_report(read: ReplicaRead, parent_generation: int | None = None) -> ComponentReport:
+    """The rows of one InferenceReplica and its EVIDENCE value; with the InferenceService's generation,
+    a replica projected from an older one is STALE:PARENT, one without the stamp PARENT-UNAVL."""
     replica = read.replica or {}
     status = replica.get("status") or {}
     report = ComponentReport(read.component, read.name, "UNAVAILABLE", encoding_of(status))
@@ -138,6 +157,9 @@ def component_report(read: ReplicaRead) -> ComponentReport:
     problems = []
     if _int(observed) is None or observed < 0 or generation is None or observed > generation:
         problems.append("GEN")
+    parent = parent_problem(replica, parent_generation) if read.projected else None
+    if parent == "PARENT":
+        problems.append("PARENT")
     problems += row_problems(report.rows) + status_problems(status)
     problems = list(dict.fromkeys(problems))
     report.issues = list(problems)
@@ -147,6 +169,12 @@ def component_report(read: ReplicaRead) -> ComponentReport:
     elif generation is not None and observed < generation:
         report.evidence = f"STALE:{observed}/{generation}"
         report.issues.append("Stale")
+    elif parent == "STALE":
+        report.evidence = "STALE:PARENT"
+        report.issues.append("ParentStale")
+    elif parent == "UNAVL":
+        report.evidence = "PARENT-UNAVL"
+        report.issues.append("ParentGenerationUnavailable")
     elif not report.rows:
         report.evidence = "NOT-REPORTED" if (_int(status.get("replicas")) or 0) > 0 else "EMPTY"
     elif indexes != list(range(len(indexes))):

@@ -94,7 +94,8 @@ async def make_replica(client: Client, ns: str) -> Obj:
         {
             "apiVersion": "ome.io/v1beta1",
             "kind": "InferenceReplica",
-            "metadata": {"name": "chat-engine", "namespace": ns},
+            "metadata": {"name": "chat-engine", "namespace": ns,
+                         "annotations": {"ome.io/parent-generation": "1"}},
             "spec": {
                 "component": "engine",
                 "parentRef": {"name": "chat"},
@@ -142,6 +143,11 @@ async def test_instance_list_reads_both_encodings(client: Client, namespace: str
 
     rc, out, _ = await kubectl_ome(kubeconfig, "instance", "list", "chat", "-n", namespace, "-o", "json")
     assert rc == 0 and '"encoding": "ColumnarV2"' in out
+
+    # The service moves to generation 2; the replica still reflects generation 1.
+    await client.patch(INFERENCE_SERVICES, "chat", {"spec": {"engine": {"minReplicas": 2}}}, namespace)
+    rc, out, _ = await kubectl_ome(kubeconfig, "instance", "list", "chat", "-n", namespace)
+    assert rc == 0 and out.splitlines()[1].split()[-1] == "STALE:PARENT", out
 
 
 async def test_status_and_runtime_effective(client: Client, namespace: str, kubeconfig: Path) -> None:

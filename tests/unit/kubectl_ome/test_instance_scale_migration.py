@@ -164,3 +164,36 @@ async def test_migration_start_refusals_and_state_conflicts_exit_3() -> None:
                    "--yes"], client)
     assert caught.value.code == CONFLICT
     assert str(caught.value) == "migration precondition conflicts or is stale; inspect migration status and retry explicitly"
+
+
+def test_parent_generation_evidence() -> None:
+    from ome.kubectl_ome import instances
+
+    def evidence(stamp: str | None, projected: bool = True) -> str:
+        ir = replica()
+        if stamp is None:
+            del ir["metadata"]["annotations"]["ome.io/parent-generation"]
+        else:
+            ir["metadata"]["annotations"]["ome.io/parent-generation"] = stamp
+        read = instances.ReplicaRead("engine", "chat-engine", ir, projected=projected)
+        return instances.component_report(read, parent_generation=7).evidence
+
+    assert evidence("7") == "OK"
+    assert evidence("6") == "STALE:PARENT"
+    assert evidence(None) == "PARENT-UNAVL"
+    assert evidence("8") == "BAD:PARENT" and evidence("x") == "BAD:PARENT"
+    assert evidence(None, projected=False) == "OK"  # a replica spec.replicaRefs names carries no stamp
+
+
+def test_live_scaler_rows_from_an_hpa() -> None:
+    hpa = {"metadata": {"generation": 3}, "status": {
+        "observedGeneration": 3, "currentReplicas": 2, "desiredReplicas": 3,
+        "conditions": [{"type": "AbleToScale", "status": "True"}, {"type": "ScalingLimited", "status": "False"}]}}
+    assert cmd_scale.scaler_rows("HPA", hpa) == {
+        "SCALER-KIND": "HPA", "SCALER-EVIDENCE": "Reported", "SCALER-GEN": "Matched", "SCALER-CURRENT": "2",
+        "SCALER-DESIRED": "3", "SCALER-ABLE": "True", "SCALER-LIMITED": "False"}
+    hpa["status"]["observedGeneration"] = 2
+    assert cmd_scale.scaler_rows("HPA", hpa)["SCALER-EVIDENCE"] == "Stale"
+    keda = {"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    assert cmd_scale.scaler_rows("KEDA", keda) == {"SCALER-KIND": "KEDA", "SCALER-EVIDENCE": "Reported",
+                                                   "SCALER-GEN": "Unproven", "SCALER-READY": "True"}

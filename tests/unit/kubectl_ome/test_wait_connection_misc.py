@@ -229,3 +229,23 @@ def test_get_resolves_aliases_and_prints_isvc_columns() -> None:
 
     text = cmd_misc.get_table("inferenceservices", [(RES, obj)], datetime(2026, 9, 1, 12, tzinfo=UTC), False, False)
     assert text.splitlines() == ["NAME   MODEL   RUNTIME   READY     URL   AGE", "chat   llama   vllm      Unknown   -     3h"]
+
+
+def test_colour_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from ome.kubectl_ome.output import colourize, use_colour
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert use_colour(Tty()) and not use_colour(io.StringIO())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not use_colour(Tty())
+    text = "FIELD   VALUE\nReady   False / Valid\n"
+    coloured = colourize(text)
+    assert coloured.startswith("FIELD   VALUE\nReady   \033[31mFalse\033[0m / \033[32mValid\033[0m")
+    assert colourize("FIELD   VALUE\nTrue   x\n") == "FIELD   VALUE\nTrue   x\n"  # the field column stays plain
