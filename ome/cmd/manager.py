@@ -9,20 +9,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import ssl
 import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
+from typing import Final
 
 import structlog
 
 from ome.cmd import flags, wiring
 from ome.config.durations import parse_duration
-from ome.framework import errors
+from ome.framework import certs, errors, log_setup
 from ome.framework.client import Client
 from ome.framework.leaderelection import ACQUIRE_JITTER, LeaderElectionConfig
-from ome.framework.log_setup import configure_logging
-from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.manager import LeaderElectionLost, Manager, ManagerOptions
 from ome.framework.transport import ClientSettings
 from ome.framework.webhook_server import WebhookServer
 from ome.webhooks import cert_bootstrap, registry, self_register
@@ -50,14 +52,47 @@ def _positive(value: str) -> int:
     return int(value)
 
 
+def _non_negative_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number >= 0")
+    return number
+
+
+BURST_REQUIRED: Final = ("burst is required to be greater than 0 when RateLimiter is not set and QPS is set "
+                         "to greater than 0")
+
+
+def client_settings(args: argparse.Namespace) -> ClientSettings:
+    """The API clients' rate limit, as client-go reads --kube-api-qps/--kube-api-burst: no QPS, no limit
+    (a burst alone has no effect); a QPS needs a burst above 0, else ValueError(BURST_REQUIRED)."""
+    if args.kube_api_qps is None or args.kube_api_qps == 0:
+        return ClientSettings(qps=0.0, burst=0)
+    if args.kube_api_burst <= 0:
+        raise ValueError(BURST_REQUIRED)
+    return ClientSettings(qps=args.kube_api_qps, burst=args.kube_api_burst)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = flags.parser("ome-manager", __doc__)
     p.add_argument("--kubeconfig", help="path to a kubeconfig; in-cluster config when unset")
     p.add_argument("--metrics-bind-address", default=":8080", help='address of /metrics; "0" disables it')
-    p.add_argument("--health-probe-bind-address", default=":8081",
-                   help='address of /healthz and /readyz; "0" disables them')
+    p.add_argument("--metrics-secure", action=flags.BoolFlag,
+                   help="serve /metrics over HTTPS, with a self-signed certificate made at start")
+    # The documented name first; the controller-runtime scaffold's name stays as an alias (last one wins).
+    p.add_argument("--health-probe-addr", "--health-probe-bind-address", dest="health_probe_bind_address",
+                   default=":8081", help='address of /healthz and /readyz; "0" disables them')
+    p.add_argument("--webhook", action=flags.BoolFlag,
+                   help="run the admission webhook server (implied by --webhook-self-register and "
+                        "--webhook-cert-bootstrap)")
     p.add_argument("--webhook-port", type=int, default=9443,
                    help="port of the admission webhook server; 0 disables it")
+    p.add_argument("--enable-http2", action=flags.BoolFlag,
+                   help="serve HTTP/2 on the metrics and webhook servers; this implementation serves "
+                        "HTTP/1.1 only and says so in the log when it is set")
     p.add_argument("--webhook-host", default="0.0.0.0", help="address the webhook server binds")
     p.add_argument("--webhook-cert-dir", default=DEFAULT_CERT_DIR,
                    help="holds the webhook server's tls.crt and tls.key")
@@ -93,14 +128,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--config-cache-ttl", type=_duration_or_zero, default="30s",
                    help="how long reconcilers use a read of inferenceservice-config before re-reading it "
                         '("0": every reconcile)')
-    p.add_argument("--kube-api-qps", type=float, default=100.0,
-                   help="requests per second to the API server, beyond the burst (0: unlimited)")
-    p.add_argument("--kube-api-burst", type=int, default=None,
-                   help="requests allowed at once above --kube-api-qps (default 200 with the default QPS)")
-    p.add_argument("--inferenceservice-max-concurrent-reconciles", type=_positive, default=4,
+    p.add_argument("--kube-api-qps", type=_non_negative_float, default=None,
+                   help="requests per second to the API server (default: no limit); needs --kube-api-burst")
+    p.add_argument("--kube-api-burst", type=int, default=0,
+                   help="requests sent at once before the --kube-api-qps rate applies; no effect without it")
+    p.add_argument("--inferenceservice-max-concurrent-reconciles", type=_positive, default=1,
                    help="InferenceServices reconciled at once")
-    p.add_argument("--inferencereplica-max-concurrent-reconciles", type=_positive, default=4,
+    p.add_argument("--inferencereplica-max-concurrent-reconciles", type=_positive, default=1,
                    help="InferenceReplicas reconciled at once")
+    p.add_argument("--enable-inferencereplica-controller", action=flags.BoolFlag, default=True,
+                   help="run the InferenceReplica controller, which creates and updates the pods of "
+                        "OMENative services (default true)")
     p.add_argument("--runtime-revision-retention", type=_positive, default=10,
                    help="newest runtime revisions kept per runtime name, besides those in use")
     p.add_argument("--runtime-revision-grace-period", type=_duration, default="24h",
@@ -109,19 +147,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="namespace of the Lease (default: --config-namespace)")
     p.add_argument("--config-namespace", default=os.environ.get("POD_NAMESPACE", "ome"),
                    help="namespace of the inferenceservice-config ConfigMap (env POD_NAMESPACE)")
-    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto",
-                   help="auto: console on a terminal, else JSON")
-    p.add_argument("--log-level", default="info", help="debug, info, warning or error")
+    log_setup.add_zap_flags(p)
     args = flags.parse_args(p, argv)
     if args.webhook_self_register and args.webhook_cert_bootstrap:
         p.error("argument --webhook-self-register: not allowed with argument --webhook-cert-bootstrap "
                 "(each is a different source of the serving certificate)")
-    if args.kube_api_burst is None:
-        if args.kube_api_qps not in (0, 100.0):
-            p.error("--kube-api-qps needs --kube-api-burst: set them together")
-        args.kube_api_burst = 200 if args.kube_api_qps else 0
-    if args.kube_api_qps < 0 or (args.kube_api_qps > 0 and args.kube_api_burst < 1):
-        p.error("--kube-api-qps must be >= 0 and --kube-api-burst >= 1 when a QPS is set")
+    args.webhook = args.webhook or args.webhook_self_register or args.webhook_cert_bootstrap
     lease, renew, retry = (args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
                            args.leader_elect_retry_period)
     if not (lease > renew > ACQUIRE_JITTER * retry):
@@ -131,9 +162,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await Client.from_environment(
-        args.kubeconfig, ClientSettings(qps=args.kube_api_qps, burst=args.kube_api_burst)
-    )
+    try:
+        rate_limit = client_settings(args)
+    except ValueError as exc:
+        log.error("Failed to create Kubernetes client set", error=str(exc))
+        print(f"ome-manager: Failed to create Kubernetes client set: {exc}", file=sys.stderr)
+        return 1
+    if args.enable_http2:
+        log.warning("HTTP/2 requested with --enable-http2, but the metrics and webhook servers of this "
+                    "implementation speak HTTP/1.1 only; serving HTTP/1.1")
+    client = await Client.from_environment(args.kubeconfig, rate_limit)
     try:
         try:
             settings = await wiring.load_settings(client, args.config_namespace)
@@ -163,14 +201,16 @@ async def run(args: argparse.Namespace) -> int:
             )
         manager = Manager(client, ManagerOptions(
             metrics_bind_address=args.metrics_bind_address,
+            metrics_ssl_context=_metrics_tls() if args.metrics_secure else None,
             health_probe_bind_address=args.health_probe_bind_address,
-            leader_election=election, webhook_server=webhook,
+            leader_election=election, webhook_server=webhook, sync_period=args.sync_period,
         ))
         settings.inferenceservice_workers = args.inferenceservice_max_concurrent_reconciles
         settings.inferencereplica_workers = args.inferencereplica_max_concurrent_reconciles
         settings.revision_retention = args.runtime_revision_retention
         settings.revision_grace = timedelta(seconds=args.runtime_revision_grace_period)
         settings.config_cache_ttl = args.config_cache_ttl
+        settings.inferencereplica_controller = args.enable_inferencereplica_controller
         wiring.add_controllers(manager, settings)
         registered: list[wiring.Registration] = []
         if webhook is not None:
@@ -185,6 +225,8 @@ async def run(args: argparse.Namespace) -> int:
                                      needs_leader_election=False)
         try:
             await manager.run()
+        except LeaderElectionLost:
+            return 1  # as controller-runtime's main: "problem running manager", exit 1
         finally:
             await wiring.unregister_webhooks(client, registered)
         return 0
@@ -200,8 +242,21 @@ def _bootstrap_options(args: argparse.Namespace) -> cert_bootstrap.Options:
     )
 
 
+def _metrics_tls() -> ssl.SSLContext:
+    """controller-runtime's secure metrics without a certificate directory: a self-signed pair made at
+    start, held only in a private temporary directory for the load."""
+    ca_crt, ca_key = certs.generate_ca("ome-metrics-self-signed")
+    crt, key = certs.generate_serving_cert(ca_crt, ca_key, "localhost", ip_addresses=("127.0.0.1",))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    with tempfile.TemporaryDirectory(prefix="ome-metrics-cert-") as directory:
+        certs.write_cert_pair(Path(directory), crt, key, cert_name="tls.crt", key_name="tls.key")
+        context.load_cert_chain(Path(directory) / "tls.crt", Path(directory) / "tls.key")
+    return context
+
+
 def _webhook_server(args: argparse.Namespace) -> WebhookServer | None:
-    if args.webhook_port == 0:
+    if not args.webhook or args.webhook_port == 0:
         return None
     if args.webhook_self_register:
         if args.webhook_cert_dir == DEFAULT_CERT_DIR:
@@ -213,7 +268,7 @@ def _webhook_server(args: argparse.Namespace) -> WebhookServer | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging(args.log_format, args.log_level)
+    log_setup.configure_from_zap_flags(args)
     return asyncio.run(run(args))
 
 

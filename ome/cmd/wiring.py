@@ -40,8 +40,9 @@ class Settings:
     def __init__(self, config: InferenceServiceConfig, *, lws_served: bool, config_namespace: str,
                  pod_monitor_served: bool = False) -> None:
         # Command-line tuning; ome-manager sets these from its flags.
-        self.inferenceservice_workers = 4
-        self.inferencereplica_workers = 4
+        self.inferenceservice_workers = 1
+        self.inferencereplica_workers = 1
+        self.inferencereplica_controller = True  # --enable-inferencereplica-controller
         self.revision_retention = 10
         self.revision_grace = timedelta(hours=24)
         self.config_cache_ttl = 30.0
@@ -119,13 +120,18 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
                                     revision_retention=settings.revision_retention,
                                     revision_grace=settings.revision_grace,
                                     config_source=source, routing_facts=settings.routing)
-    replica = dataclasses.replace(settings.replica_settings(),
-                                  max_concurrent_reconciles=settings.inferencereplica_workers)
-    inferencereplica.add_to_manager(manager, replica)
-    instancerollout.add_to_manager(manager, settings.rollout_settings())
+    if settings.inferencereplica_controller:
+        replica = dataclasses.replace(settings.replica_settings(),
+                                      max_concurrent_reconciles=settings.inferencereplica_workers)
+        inferencereplica.add_to_manager(manager, replica)
+    else:
+        log.info("InferenceReplica controller disabled (--enable-inferencereplica-controller=false): "
+                 "no pods are created or updated for OMENative services")
     autoscaler.add_to_manager(manager, settings.config, features=settings.autoscaler,
                               config_namespace=settings.config_namespace, config_source=source,
                               max_concurrent_reconciles=settings.inferenceservice_workers)
+    if settings.inferencereplica_controller:  # the Instances' pods are the InferenceReplica controller's part
+        instancerollout.add_to_manager(manager, settings.rollout_settings())
     from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
 
     nodeagent.add_to_manager(manager, config_namespace=settings.config_namespace)

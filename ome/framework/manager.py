@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -67,6 +68,8 @@ class LeaderElectionLost(Exception):
 class ManagerOptions:
     metrics_bind_address: str = ":8080"
     """Where /metrics listens; "0" turns it off."""
+    metrics_ssl_context: ssl.SSLContext | None = None
+    """Serves /metrics over HTTPS when set (--metrics-secure)."""
     health_probe_bind_address: str = ":8081"
     """Where /healthz and /readyz listen; "0" turns them off."""
     leader_election: LeaderElectionConfig | None = None
@@ -133,7 +136,8 @@ class Manager:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
-        metrics = MetricsServer(self.options.metrics_bind_address)
+        metrics = MetricsServer(self.options.metrics_bind_address,
+                                ssl_context=self.options.metrics_ssl_context)
         probes = HealthProbeServer(self.options.health_probe_bind_address)
         self._register_checks(probes)
         await metrics.start()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Final
 
@@ -43,8 +44,9 @@ def parse_bind_address(bind: str) -> tuple[str | None, int] | None:
 class _HttpServer:
     """One aiohttp listener; subclasses add routes in `_routes`."""
 
-    def __init__(self, bind: str, *, name: str) -> None:
+    def __init__(self, bind: str, *, name: str, ssl_context: ssl.SSLContext | None = None) -> None:
         self._address = parse_bind_address(bind)
+        self._ssl_context = ssl_context
         self._name = name
         self._runner: web.AppRunner | None = None
         self._bound_port: int | None = None
@@ -77,7 +79,8 @@ class _HttpServer:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         try:
-            await web.TCPSite(runner, self._address[0], self._address[1]).start()
+            site = web.TCPSite(runner, self._address[0], self._address[1], ssl_context=self._ssl_context)
+            await site.start()
         except BaseException:
             await runner.cleanup()
             raise
@@ -95,8 +98,8 @@ class _HttpServer:
 class MetricsServer(_HttpServer):
     """/metrics in the Prometheus text format, from the default registry."""
 
-    def __init__(self, bind: str = ":8080") -> None:
-        super().__init__(bind, name="metrics")
+    def __init__(self, bind: str = ":8080", *, ssl_context: ssl.SSLContext | None = None) -> None:
+        super().__init__(bind, name="metrics", ssl_context=ssl_context)  # HTTPS with --metrics-secure
 
     def _routes(self, app: web.Application) -> None:
         app.router.add_get("/metrics", metrics_handler)

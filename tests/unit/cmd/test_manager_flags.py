@@ -13,7 +13,6 @@ def test_defaults_follow_controller_runtime() -> None:
         ":8080", ":8081", 9443)
     assert (args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
             args.leader_elect_retry_period) == (15, 10, 2)
-    assert args.inferenceservice_max_concurrent_reconciles == 4
     assert args.runtime_revision_retention == 10 and args.runtime_revision_grace_period == 86400
 
 
@@ -46,9 +45,3 @@ def test_bad_values_are_rejected(argv: list[str]) -> None:
         manager.parse_args(argv)
 
 
-def test_api_rate_limit_defaults_to_the_charts_and_needs_both_values() -> None:
-    args = manager.parse_args([])
-    assert (args.kube_api_qps, args.kube_api_burst) == (100.0, 200)
-    assert manager.parse_args(["--kube-api-qps=200", "--kube-api-burst=400"]).kube_api_burst == 400
-    with pytest.raises(SystemExit):
-        manager.parse_args(["--kube-api-qps=200"])
