@@ -6,16 +6,16 @@ a standalone replica, so pods are `{base}-{component}-{index}-{runner}-{ordinal}
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
 
-MAX_DNS_LABEL: Final = 63
-"""Service names and label values are DNS labels; longer names get hash-tweak truncation."""
+# Shared with every InferenceService child: one definition, in resolution/naming.py.
+from ome.resolution.naming import COMPONENT_LABEL as COMPONENT_LABEL
+from ome.resolution.naming import ISVC_LABEL as ISVC_LABEL
+from ome.resolution.naming import MANAGED_BY_LABEL as MANAGED_BY_LABEL
+from ome.resolution.naming import MAX_DNS_LABEL as MAX_DNS_LABEL
+from ome.resolution.naming import truncate as truncate
 
-ISVC_LABEL: Final = "ome.io/inferenceservice"
-COMPONENT_LABEL: Final = "component"
-MANAGED_BY_LABEL: Final = "ome.io/managed-by"
 INSTANCE_INDEX_LABEL: Final = "ome.io/instance-index"
 INCARNATION_LABEL: Final = "ome.io/instance-incarnation"
 RUNNER_LABEL: Final = "ome.io/runner"
@@ -25,16 +25,6 @@ PAIRING_PROTOCOL_LABEL: Final = "ome.io/pairing-protocol"
 POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 MANAGED_BY: Final = "OMENative"
 SERVING_GATE: Final = "ome.io/serving"
-
-
-def truncate(name: str, limit: int = MAX_DNS_LABEL) -> str:
-    """`name` if it fits, else 8 hex of its sha256 (a leading digit becomes `a`), `-`, and its tail."""
-    if len(name) <= limit:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    if digest[0].isdigit():
-        digest = "a" + digest[1:]
-    return f"{digest}-{name[-(limit - 9) :]}".replace("--", "-a")
 
 
 def base_name(replica: Mapping[str, Any]) -> str:
