@@ -85,6 +85,9 @@ def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("-f", "--follow", action="store_true", help="Stream new log lines as they arrive")
     p.add_argument("--instance", type=int, default=-1, help="Only this OMENative instance index")
     p.add_argument("--runner", help="Only the pods of this runner (ome.io/runner), such as leader or worker")
+    p.add_argument(
+        "--ordinal", type=int, help="Only the pod with this ordinal in its runner (needs --instance)"
+    )
     p.add_argument("--limit-bytes", type=int, default=0, help="Maximum bytes of logs per pod (0: no limit)")
     p.add_argument("--max-log-requests", type=int, default=5, help="Maximum concurrent log streams to follow")
     p.add_argument("--revision", help="Only this OMENative revision hash or full ControllerRevision name")
@@ -329,6 +332,10 @@ async def logs(ctx: Ctx, args: argparse.Namespace) -> str:
             "pod discovery was truncated after 1 requests; narrow the query with --component, "
             "--instance, or --revision"
         )
+    if args.ordinal is not None:
+        if args.instance < 0:
+            raise CliError("--ordinal requires --instance")
+        pods = [p for p in pods if str((p.get("metadata") or {}).get("name")).endswith(f"-{args.ordinal}")]
     if not pods:
         shown = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
         raise CliError(

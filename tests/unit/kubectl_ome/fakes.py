@@ -50,6 +50,8 @@ class FakeClient:
         self.version = 100
         self.changed = asyncio.Event()
         self.fail_patch: errors.ApiError | None = None
+        self.logs: dict[str, bytes] = {}
+        self._transport = self
 
     def put(self, res: Resource, obj: Obj) -> Obj:
         meta = obj.setdefault("metadata", {})
@@ -125,6 +127,13 @@ class FakeClient:
 
     async def close(self) -> None:
         return None
+
+    async def request(self, method: str, path: str, *, query: Any = (), accept: str = "", **_: Any) -> bytes:
+        """The transport's raw GET, for pods/log: `logs[pod]`, after `tailLines`."""
+        assert method == "GET" and path.endswith("/log")
+        text = self.logs[path.split("/")[-2]]
+        tail = dict(query).get("tailLines")
+        return b"".join(text.splitlines(keepends=True)[-int(tail):]) if tail else text
 
 
 class TtyInput(io.StringIO):

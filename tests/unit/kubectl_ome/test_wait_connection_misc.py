@@ -249,3 +249,30 @@ def test_colour_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     coloured = colourize(text)
     assert coloured.startswith("FIELD   VALUE\nReady   \033[31mFalse\033[0m / \033[32mValid\033[0m")
     assert colourize("FIELD   VALUE\nTrue   x\n") == "FIELD   VALUE\nTrue   x\n"  # the field column stays plain
+
+
+async def test_logs_of_an_instance_by_runner_and_ordinal() -> None:
+    from ome.framework.resources import PODS
+
+    client = cluster(isvc())
+    for runner, ordinal in (("leader", 0), ("worker", 0), ("worker", 1)):
+        name = f"chat-engine-0-{runner}-{ordinal}"
+        client.put(PODS, {"metadata": {"name": name, "namespace": "prod", "labels": {
+            "ome.io/inferenceservice": "chat", "component": "engine", "ome.io/instance-index": "0",
+            "ome.io/runner": runner, "ome.io/managed-by": "OMENative"}},
+            "spec": {"nodeName": "n", "containers": [{"name": "ome-container"}]}})
+        client.logs[name] = f"{name} one\n{name} two\n".encode()
+    ctx, _, out = make_ctx(client)
+    args = parse("logs", "chat", "-n", "prod", "-c", "engine", "--instance", "0", "--runner", "worker", "--tail", "1")
+    assert await args.handler(ctx, args) == ""
+    assert out.getvalue() == ("[engine/chat-engine-0-worker-0] chat-engine-0-worker-0 two\n"
+                              "[engine/chat-engine-0-worker-1] chat-engine-0-worker-1 two\n")
+    ctx, _, out = make_ctx(client)
+    args = parse("logs", "chat", "-n", "prod", "-c", "engine", "--instance", "0", "--runner", "worker",
+                 "--ordinal", "1")
+    await args.handler(ctx, args)
+    assert out.getvalue() == "chat-engine-0-worker-1 one\nchat-engine-0-worker-1 two\n"  # one pod: no prefix
+    args = parse("logs", "chat", "-n", "prod", "-c", "router")
+    with pytest.raises(CliError, match='no pods found for InferenceService "chat" in namespace "prod" '
+                                       r"\(selector component=router,ome.io/inferenceservice=chat\)"):
+        await args.handler(ctx, args)
