@@ -101,6 +101,12 @@ async def load_settings(client: Client, namespace: str) -> Settings:
     pod_monitors = await client.is_served(POD_MONITORS)
     log.info("configuration loaded", namespace=namespace, default_mode=config.deploy.default_deployment_mode,
              leaderworkerset_served=lws, podmonitor_served=pod_monitors)
+    status = config.omenative_status
+    log.info("Configured InferenceReplica status representation",
+             instanceStatusEncoding=status.instance_status_encoding, maxDecodedInstances=status.decode_bound)
+    for key in config.lifecycle.not_acted_on():
+        log.warning("lifecycle setting not implemented by this controller; it has no effect",
+                    key=f"lifecycle.{key}")
     settings = Settings(config, lws_served=lws, config_namespace=namespace, pod_monitor_served=pod_monitors)
     settings.routing = await routing.detect(client)
     settings.autoscaler = await autoscaler.detect(client, config)

@@ -6,12 +6,15 @@ ConfigMap's data into one validated `InferenceServiceConfig`; `load()` reads the
 ConfigMap leaves out behaves as in a chart install. Unknown fields are kept, not rejected: newer charts
 may carry settings this controller does not read yet.
 
-A bad `deploy` entry is fatal: the manager must exit at startup with
-`Failed to initialize deployment configuration`, so `parse()` raises `ConfigError` with that prefix.
+A bad entry is fatal: the manager must exit at startup with the documented line, so `parse()` raises
+`ConfigError` with its prefix: `Failed to initialize deployment configuration` (deploy),
+`Failed to initialize lifecycle scale configuration` (lifecycle), `Failed to initialize OMENative status
+configuration` (omenativeStatus, checked strictly as v1.3 does: unknown or repeated fields are errors).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -20,7 +23,7 @@ from typing import Any, Final, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ome.config.durations import is_duration
+from ome.config.durations import is_duration, parse_duration
 from ome.framework import errors, resources
 from ome.framework.client import Client
 
@@ -28,6 +31,9 @@ CONFIGMAP_NAME: Final = "inferenceservice-config"
 DEFAULT_NAMESPACE: Final = "ome"
 NAMESPACE_ENV: Final = "POD_NAMESPACE"
 DEPLOY_INIT_ERROR: Final = "Failed to initialize deployment configuration"
+LIFECYCLE_INIT_ERROR: Final = "Failed to initialize lifecycle scale configuration"
+OMENATIVE_STATUS_INIT_ERROR: Final = "Failed to initialize OMENative status configuration"
+DEFAULT_MAX_DECODED_INSTANCES: Final = 20000
 DEFAULT_DOMAIN_TEMPLATE: Final = "{{ .Name }}.{{ .Namespace }}.{{ .IngressDomain }}"
 # The only default mode v1.3 accepts: OMENative is opted into per InferenceService, never by default.
 SUPPORTED_DEFAULT_MODE: Final = "RawDeployment"
@@ -119,12 +125,19 @@ class DeployConfig(_Section):
         default=600, alias="terminationGracePeriodSeconds", gt=0
     )
     """Filled on every component pod spec that neither the InferenceService nor the runtime sets."""
-    min_ready_seconds: int | None = Field(default=None, alias="minReadySeconds", ge=0)
+    min_ready_seconds: int | None = Field(default=None, alias="minReadySeconds")
     replicas: ReplicasDefaults | None = CHART_REPLICAS
     """`null` removes every default; absent keeps the chart's."""
     update_strategy: UpdateStrategyDefaults = Field(
         default_factory=UpdateStrategyDefaults, alias="updateStrategy"
     )
+
+    @field_validator("min_ready_seconds")
+    @classmethod
+    def _non_negative_min_ready(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError(f"invalid deploy config, minReadySeconds must be >= 0, got {value}")
+        return value
 
     @field_validator("default_deployment_mode")
     @classmethod
@@ -233,16 +246,114 @@ class TeardownConfig(_Section):
         return value
 
 
+# Documented lifecycle keys this controller validates but does not act on yet; the manager names each one
+# that is set in a startup warning, so none is ignored silently.
+LIFECYCLE_NOT_ACTED_ON: Final = ("gangScheduleTimeout", "scaleUpPodBatchSize", "scaleDownPodBatchSize",
+                                 "scaleDownRequeueInterval", "forceDelete", "audit", "autoMigrate")
+
+
 class LifecycleConfig(_Section):
     instance_ready_timeout: str | None = Field(default="30m", alias="instanceReadyTimeout")
     update_retry: UpdateRetry | None = Field(default_factory=UpdateRetry, alias="updateRetry")
     revision_history_limit: int | None = Field(default=10, alias="revisionHistoryLimit", gt=0)
     stuck_pod_grace_period: str | None = Field(default=None, alias="stuckPodGracePeriod")
+    unschedulable_grace_period: str | None = Field(default=None, alias="unschedulableGracePeriod")
+    gang_schedule_timeout: str | None = Field(default=None, alias="gangScheduleTimeout")
+    scale_up_pod_batch_size: int | None = Field(default=None, alias="scaleUpPodBatchSize")
+    scale_down_pod_batch_size: int | None = Field(default=None, alias="scaleDownPodBatchSize")
+    scale_down_requeue_interval: str | None = Field(default=None, alias="scaleDownRequeueInterval")
     teardown: TeardownConfig = Field(default_factory=TeardownConfig)
+
+    @field_validator("scale_up_pod_batch_size", "scale_down_pod_batch_size", mode="before")
+    @classmethod
+    def _positive_batch(cls, value: Any, info: Any) -> Any:
+        name = {"scale_up_pod_batch_size": "scaleUpPodBatchSize",
+                "scale_down_pod_batch_size": "scaleDownPodBatchSize"}[info.field_name]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ValueError(f"lifecycle.{name} must be a positive integer, got {value!r}")
+        return value
+
+    @field_validator("stuck_pod_grace_period", "unschedulable_grace_period", "gang_schedule_timeout",
+                     "scale_down_requeue_interval")
+    @classmethod
+    def _positive_duration(cls, value: str | None, info: Any) -> str | None:
+        name = {"stuck_pod_grace_period": "stuckPodGracePeriod",
+                "unschedulable_grace_period": "unschedulableGracePeriod",
+                "gang_schedule_timeout": "gangScheduleTimeout",
+                "scale_down_requeue_interval": "scaleDownRequeueInterval"}[info.field_name]
+        if value is not None and (not is_duration(value) or (parse_duration(value) or 0) <= 0):
+            raise ValueError(f"lifecycle.{name} must be a positive duration such as 90s or 15m, "
+                             f"got {value!r}")
+        return value
+
+    def not_acted_on(self) -> list[str]:
+        """The documented keys set here that this controller does not act on (see LIFECYCLE_NOT_ACTED_ON)."""
+        given = self.model_fields_set | set(self.model_extra or {})
+        by_alias = {(f.alias or name) for name, f in LifecycleConfig.model_fields.items() if name in given}
+        by_alias |= set(self.model_extra or {})
+        return [key for key in LIFECYCLE_NOT_ACTED_ON if key in by_alias]
 
 
 class OMENativeStatusConfig(_Section):
-    status_encoding: Literal["DenseV1", "ColumnarV2"] = Field(default="ColumnarV2", alias="statusEncoding")
+    """omenativeStatus: how InferenceReplicas store per-Instance status (change-the-status-encoding.md)."""
+
+    instance_status_encoding: Literal["DenseV1", "ColumnarV2"] = Field(
+        default="ColumnarV2", alias="instanceStatusEncoding")
+    max_decoded_instances: int | None = Field(default=DEFAULT_MAX_DECODED_INSTANCES,
+                                              alias="maxDecodedInstances")
+    """The most rows decoded from one ColumnarV2 InferenceReplica; None: no bound (DenseV1 only)."""
+
+    @property
+    def status_encoding(self) -> Literal["DenseV1", "ColumnarV2"]:
+        return self.instance_status_encoding
+
+    @property
+    def decode_bound(self) -> int:
+        """The bound as the startup log prints it: 0 when none is set."""
+        return self.max_decoded_instances or 0
+
+
+def parse_omenative_status(text: str) -> OMENativeStatusConfig:
+    """The omenativeStatus block, with v1.3's checks and messages; raises ValueError(message)."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in items:
+            if key in seen:
+                raise ValueError(f'duplicate field "{key}"')
+            seen[key] = value
+        return seen
+
+    if not text.strip():
+        raise ValueError("expected a JSON object")
+    try:
+        block, end = json.JSONDecoder(object_pairs_hook=pairs).raw_decode(text.strip())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"malformed JSON object: {exc}") from exc
+    if end != len(text.strip()):
+        raise ValueError("trailing data after the JSON object")
+    if not isinstance(block, dict):
+        raise ValueError("expected a JSON object")
+    for key in block:
+        if key not in ("instanceStatusEncoding", "maxDecodedInstances"):
+            raise ValueError(f'unknown field "{key}"')
+    encoding = block.get("instanceStatusEncoding")
+    if encoding is None:
+        raise ValueError("instanceStatusEncoding is required")
+    if not isinstance(encoding, str):
+        raise ValueError("instanceStatusEncoding must be a string")
+    if encoding not in ("DenseV1", "ColumnarV2"):
+        raise ValueError(f'instanceStatusEncoding "{encoding}" is not supported')
+    bound = block.get("maxDecodedInstances")
+    if bound is not None:
+        if isinstance(bound, bool) or not isinstance(bound, int):
+            raise ValueError("maxDecodedInstances must be a positive integer")
+        if bound <= 0:
+            raise ValueError(f"maxDecodedInstances must be a positive integer, got {bound}")
+    elif encoding == "ColumnarV2":
+        raise ValueError("maxDecodedInstances is required when instanceStatusEncoding is ColumnarV2")
+    return OMENativeStatusConfig.model_validate(
+        {"instanceStatusEncoding": encoding, "maxDecodedInstances": bound})
 
 
 PDB_CONFIG_ERROR: Final = "fails to create InferenceServicesConfig"
@@ -382,9 +493,15 @@ def config_namespace() -> str:
 def parse(data: Mapping[str, str]) -> InferenceServiceConfig:
     """Validate the ConfigMap's data; raises ConfigError naming the key and the field that is wrong."""
     raw: dict[str, Any] = {}
+    status_block: OMENativeStatusConfig | None = None
+    if data.get("omenativeStatus", "").strip():
+        try:
+            status_block = parse_omenative_status(data["omenativeStatus"])
+        except ValueError as exc:
+            raise _error("omenativeStatus", f"invalid omenativeStatus config: {exc}") from exc
     for key in _JSON_KEYS:
         text = data.get(key, "")
-        if not text.strip():
+        if key == "omenativeStatus" or not text.strip():
             continue
         try:
             raw[key] = orjson.loads(text)
@@ -399,7 +516,10 @@ def parse(data: Mapping[str, str]) -> InferenceServiceConfig:
             InferenceServiceConfig.model_validate({key: value})
         except ValidationError as exc:
             raise _error(key, _describe(key, exc)) from exc
-    return InferenceServiceConfig.model_validate(raw)
+    config = InferenceServiceConfig.model_validate(raw)
+    if status_block is not None:
+        config = config.model_copy(update={"omenative_status": status_block})
+    return config
 
 
 async def load(client: Client, namespace: str | None = None) -> InferenceServiceConfig:
@@ -416,10 +536,13 @@ def _describe(key: str, exc: ValidationError) -> str:
     for item in exc.errors():
         where = ".".join(str(part) for part in item["loc"])
         message = str(item["msg"]).removeprefix("Value error, ")
-        documented = ("invalid deploy config", "exactly one of", "podDisruptionBudget.", "unknown field")
+        documented = ("invalid deploy config", "exactly one of", "podDisruptionBudget.", "unknown field",
+                      "lifecycle.")
         if message.startswith(documented):
             return message  # already the documented sentence, naming the key
         problems.append(f"{where}: {message}")
+    if key == "lifecycle":  # v1.3 decodes the entry into typed fields: a bare-number duration fails there
+        return "unable to parse lifecycle config json: " + "; ".join(problems)
     return f"invalid {key} config: " + "; ".join(problems)
 
 
@@ -428,4 +551,8 @@ def _error(key: str, message: str) -> ConfigError:
         return ConfigError(f"{PDB_CONFIG_ERROR}: {message}")
     if key == "deploy":
         return ConfigError(f"{DEPLOY_INIT_ERROR}: {message}")
+    if key == "lifecycle":
+        return ConfigError(f"{LIFECYCLE_INIT_ERROR}: {message}")
+    if key == "omenativeStatus":
+        return ConfigError(f"{OMENATIVE_STATUS_INIT_ERROR}: {message}")
     return ConfigError(message)

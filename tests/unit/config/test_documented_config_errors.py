@@ -1,0 +1,107 @@
+"""inferenceservice-config entries and their startup errors as the v1.3 docs word them (coverage rows F31,
+G19, S11, S12). Each test quotes the page it checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from ome.cmd import wiring
+from ome.config import inferenceservice_config as cfg
+
+
+def _error(data: dict[str, str]) -> str:
+    with pytest.raises(cfg.ConfigError) as info:
+        cfg.parse(data)
+    return str(info.value)
+
+
+def test_negative_min_ready_seconds_has_the_documented_message() -> None:
+    """G19, pace-rollouts-with-min-ready-seconds.md: `invalid deploy config, minReadySeconds must be >= 0,
+    got -30`, logged by the manager as `Failed to initialize deployment configuration`."""
+    message = _error({"deploy": '{"minReadySeconds": -30}'})
+    assert message == ("Failed to initialize deployment configuration: "
+                       "invalid deploy config, minReadySeconds must be >= 0, got -30")
+    assert cfg.parse({"deploy": '{"minReadySeconds": 0}'}).deploy.min_ready_seconds == 0
+
+
+def test_unparsable_lifecycle_is_the_documented_startup_error() -> None:
+    """S12, set-instance-readiness-deadlines.md: "A pod that failed to start logs `Failed to initialize lifecycle
+    scale configuration`, with an error that contains `unable to parse lifecycle config json`. The `lifecycle`
+    entry isn't valid JSON, or a duration in it is a bare number." """
+    not_json = _error({"lifecycle": '{"instanceReadyTimeout": "30m",'})
+    assert not_json.startswith("Failed to initialize lifecycle scale configuration: ")
+    assert "unable to parse lifecycle config json" in not_json
+    bare = _error({"lifecycle": '{"stuckPodGracePeriod": 60}'})
+    assert bare.startswith("Failed to initialize lifecycle scale configuration: ")
+    assert "unable to parse lifecycle config json" in bare and "stuckPodGracePeriod" in bare
+
+
+@pytest.mark.parametrize(("entry", "key"), [
+    ('{"scaleUpPodBatchSize": 0}', "scaleUpPodBatchSize"),
+    ('{"scaleDownPodBatchSize": -4}', "scaleDownPodBatchSize"),
+    ('{"scaleDownRequeueInterval": "0s"}', "scaleDownRequeueInterval"),
+    ('{"scaleDownRequeueInterval": "-5s"}', "scaleDownRequeueInterval"),
+    ('{"scaleDownRequeueInterval": "soon"}', "scaleDownRequeueInterval"),
+    ('{"gangScheduleTimeout": "0s"}', "gangScheduleTimeout"),
+    ('{"unschedulableGracePeriod": "15"}', "unschedulableGracePeriod"),
+])
+def test_bad_scale_budgets_and_intervals_stop_the_start(entry: str, key: str) -> None:
+    """S11, tune-omenative-scale-batching: "The manager rejects a zero or negative budget, or a malformed, zero
+    or negative interval, with `Failed to initialize lifecycle scale configuration` in its startup log." """
+    message = _error({"lifecycle": entry})
+    assert message.startswith("Failed to initialize lifecycle scale configuration: ")
+    assert f"lifecycle.{key}" in message
+
+
+def test_unschedulable_grace_period_reaches_the_rollout_settings() -> None:
+    """S11: `unschedulableGracePeriod` | "Fails the attempt when the scheduler can't place a pod for this long"
+    (chart 15m): read, not dropped as an unknown key."""
+    config = cfg.parse({"lifecycle": '{"unschedulableGracePeriod": "15m", "stuckPodGracePeriod": "60s"}'})
+    settings = wiring.Settings(config, lws_served=False, config_namespace="ome").rollout_settings()
+    assert (settings.unschedulable_grace, settings.stuck_grace) == (900, 60)
+
+
+def test_documented_keys_not_acted_on_are_named() -> None:
+    """S11: every documented lifecycle key is acted on or named; these are validated and named in a startup
+    warning (wiring.load_settings) instead of being ignored without a word."""
+    config = cfg.parse({"lifecycle": '{"gangScheduleTimeout": "10m", "scaleUpPodBatchSize": 100,'
+                                     ' "scaleDownRequeueInterval": "5s", "forceDelete": {"after": "10m"},'
+                                     ' "instanceReadyTimeout": "30m"}'})
+    assert config.lifecycle.not_acted_on() == ["gangScheduleTimeout", "scaleUpPodBatchSize",
+                                               "scaleDownRequeueInterval", "forceDelete"]
+    assert cfg.parse({"lifecycle": '{"instanceReadyTimeout": "30m"}'}).lifecycle.not_acted_on() == []
+
+
+def test_omenative_status_block_uses_the_documented_keys() -> None:
+    """F31, change-the-status-encoding.md: "`instanceStatusEncoding` | `ColumnarV2` ... `maxDecodedInstances` |
+    `20000`"."""
+    default = cfg.parse({}).omenative_status
+    assert (default.instance_status_encoding, default.max_decoded_instances) == ("ColumnarV2", 20000)
+    dense = cfg.parse({"omenativeStatus": '{"instanceStatusEncoding": "DenseV1", "maxDecodedInstances": 5000}'})
+    assert (dense.omenative_status.status_encoding, dense.omenative_status.decode_bound) == ("DenseV1", 5000)
+    unbounded = cfg.parse({"omenativeStatus": '{"instanceStatusEncoding": "DenseV1"}'}).omenative_status
+    assert unbounded.max_decoded_instances is None and unbounded.decode_bound == 0
+
+
+@pytest.mark.parametrize(("block", "problem"), [
+    ('{"instanceStatusEncoding": "ColumnarV2"}',
+     "maxDecodedInstances is required when instanceStatusEncoding is ColumnarV2"),
+    ("{}", "instanceStatusEncoding is required"),
+    ('{"instanceStatusEncoding": "SparseV3"}', 'instanceStatusEncoding "SparseV3" is not supported'),
+    ('{"instanceStatusEncoding": "densev1"}', 'instanceStatusEncoding "densev1" is not supported'),
+    ('{"instanceStatusEncoding": "DenseV1", "maxDecodedInstances": 0}',
+     "maxDecodedInstances must be a positive integer, got 0"),
+    ('{"instanceStatusEncoding": "DenseV1", "maxDecodedInstances": "100"}', "maxDecodedInstances must be a positive"),
+    ('{"instanceStatusEncoding": 1}', "instanceStatusEncoding must be a string"),
+    ('{"statusEncoding": "ColumnarV2"}', 'unknown field "statusEncoding"'),
+    ('{"instanceStatusEncoding": "DenseV1", "instanceStatusEncoding": "ColumnarV2"}',
+     'duplicate field "instanceStatusEncoding"'),
+    ('{"instanceStatusEncoding": "DenseV1"} {}', "trailing data after the JSON object"),
+    ('["DenseV1"]', "expected a JSON object"),
+])
+def test_bad_omenative_status_block_is_the_documented_startup_failure(block: str, problem: str) -> None:
+    """F31: "`Failed to initialize OMENative status configuration` | The error ... starts with
+    `invalid omenativeStatus config:`." """
+    message = _error({"omenativeStatus": block})
+    assert message.startswith("Failed to initialize OMENative status configuration: invalid omenativeStatus config: ")
+    assert problem in message
