@@ -47,6 +47,8 @@ class Context:
     """Backoff before the first new attempt of a failed Create (updateRetry.initialDelay)."""
     retry_multiplier: float = 2.0
     retry_max_delay: float = 1800.0
+    paused: bool = False
+    """spec.paused: no new Instance starts and a Pending one waits (one already Creating finishes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ def plan(ctx: Context, rows: Iterable[Row], pods: Iterable[PodView]) -> Plan:
         by_index.setdefault(pod.index, []).append(pod)
     previous = {int(r["index"]): r for r in rows}
     keep, drop = choose(ctx.desired, previous, by_index)
+    if ctx.paused:
+        keep = {i for i in keep if i in previous or i in by_index}  # none starts during a pause
     out = Plan()
     for index in sorted(keep | drop | set(previous)):
         row = previous.get(index) or adopt_row(ctx, index, by_index.get(index, []))
@@ -215,6 +219,8 @@ def converge(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, ou
     if stale and row.get("phase") == "Restarting":
         return row
     missing = expected - {p.name for p in pods}
+    if missing and row.get("phase") == "Pending" and ctx.paused:
+        return row  # a lost pod waits for the resume
     if missing:
         if row.get("phase") == "Pending":
             # A rebuild starts over at ordinal 0, as a new Instance does.

@@ -260,6 +260,7 @@ class InferenceReplicaReconciler:
             retry_delay=self._settings.retry_initial_delay,
             retry_multiplier=self._settings.retry_multiplier,
             retry_max_delay=self._settings.retry_max_delay,
+            paused=bool(spec.get("paused")),
         )
 
     def _ready_timeout(self, replica: Mapping[str, Any]) -> float | None:
