@@ -1,22 +1,23 @@
 """A tiny synchronous JSON client for bootstrapping the dev cluster (before any controller runs).
 
 The operator itself uses ome.framework.client; this exists so `ome-dev` works from a plain CLI without an
-event loop and without depending on the framework it is used to test.
+event loop and without depending on the framework it is used to test. Kubeconfigs are read by
+kubernetes-asyncio's loader, as the framework's client reads them.
 """
 
 from __future__ import annotations
 
-import base64
+import asyncio
+import concurrent.futures
 import json
-import os
 import ssl
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-import yaml
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client import Configuration
 
 from ome.devcluster.pki import Pki
 
@@ -45,30 +46,34 @@ class KubeApi:
             context = ssl.create_default_context(cafile=str(pki.ca_crt))
             context.load_cert_chain(str(pki.admin_crt), str(pki.admin_key))
         self._ssl = context
+        self._token: str | None = None
 
     @classmethod
     def from_kubeconfig(cls, path: Path, *, timeout: float = 10.0) -> KubeApi:
-        """The current context of a kubeconfig with embedded certificates (kind's, or ours)."""
-        config = yaml.safe_load(path.read_text())
-        current = config.get("current-context")
-        context = next(c["context"] for c in config["contexts"] if c["name"] == current)
-        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
-        user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
-        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
-        context = ssl.create_default_context(cadata=ca)
-        with tempfile.TemporaryDirectory() as tmp:  # load_cert_chain reads files only
-            crt, key = Path(tmp, "client.crt"), Path(tmp, "client.key")
-            crt.write_bytes(base64.b64decode(user["client-certificate-data"]))
-            fd = os.open(key, os.O_WRONLY | os.O_CREAT, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(base64.b64decode(user["client-key-data"]))
-            context.load_cert_chain(str(crt), str(key))
-        return cls(cluster["server"], timeout=timeout, context=context)
+        """The current context of a kubeconfig, read by kubernetes-asyncio's loader (the one kubeconfig
+        parser of the project); client certificates and bearer tokens are supported."""
+        configuration = Configuration()
+
+        def load() -> None:  # the loader is async: run it on a loop of its own, in a thread of its own,
+            # so this works from plain code and from inside a running event loop alike
+            asyncio.run(k8s_config.load_kube_config(
+                config_file=str(path), client_configuration=configuration, persist_config=False))
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(load).result()
+        context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+        if configuration.cert_file:
+            context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+        api = cls(str(configuration.host), timeout=timeout, context=context)
+        api._token = (configuration.api_key or {}).get("BearerToken")  # "Bearer <token>"
+        return api
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.server + path, data=data, method=method)
         req.add_header("Accept", "application/json")
+        if self._token:
+            req.add_header("Authorization", self._token)
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
