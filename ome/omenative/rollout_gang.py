@@ -91,6 +91,7 @@ def step(
     replacement = [p for p in pods.get(index, []) if not p.view.terminating]
     expected = rp.own_names(inp, index, data)
     if op.get("step") == rp.SURGE:
+        target = rp.held_clock(inp, target, replacement)
         failure = rp.attempt_failure(inp, target, replacement, out)
         if failure is not None:
             return _abandon(inp, source, target, pods, failure, target_name, blocks, out)

@@ -49,6 +49,7 @@ Event = tuple[str, str, str]
 
 SURGE, SURGE_DRAIN, DRAIN, IN_PLACE = "Surge", "SurgeDrain", "Drain", "InPlace"
 PAUSED = "Paused"
+UNSCHEDULABLE = "Unschedulable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +471,21 @@ def _clock(inp: Inputs, row: Row, op: Row) -> Row:
     return row
 
 
+def held_clock(inp: Inputs, row: Row, current: list[RolloutPod]) -> Row:
+    """While the scheduler cannot place an attempt's pod the operation waits (`Unschedulable`) and its
+    clock stops; once placed, the deadline restarts in full. unschedulableGracePeriod still applies."""
+    op = dict(row.get("operation") or {})
+    stuck = any(p.unschedulable_since is not None for p in current)
+    if stuck and op.get("waiting") is None:
+        return {**row, "operation": {**op, "waiting": UNSCHEDULABLE}}
+    if not stuck and op.get("waiting") == UNSCHEDULABLE:
+        op.pop("waiting")
+        if inp.ready_timeout is not None:
+            op["deadline"] = format_time(inp.now + timedelta(seconds=inp.ready_timeout))
+        return {**row, "operation": op}
+    return row
+
+
 def attempt_failure(inp: Inputs, row: Row, current: list[RolloutPod], out: Plan) -> Row | None:
     """lastFailure when the attempt failed: a revision fault on a new pod, a rejected pod, a pod
     unschedulable past the grace, or the deadline. None while it may still succeed."""
@@ -493,7 +509,7 @@ def attempt_failure(inp: Inputs, row: Row, current: list[RolloutPod], out: Plan)
             out.wake((over - inp.now).total_seconds())
     op = row.get("operation") or {}
     deadline = parse_time(op.get("deadline"))
-    if deadline is not None and op.get("waiting") != PAUSED:
+    if deadline is not None and op.get("waiting") not in (PAUSED, UNSCHEDULABLE):
         if inp.now >= deadline:
             name = min((p.name for p in current), default="")
             return {"podName": name, "reason": "DeadlineExceeded", "time": now}
@@ -568,6 +584,7 @@ def step_surge(
     current = [p for p in surge if not p.view.terminating and p not in leftovers]
     out.deletes += [p.name for p in leftovers]
     if op.get("step") == SURGE:
+        row = held_clock(inp, row, current)
         failure = attempt_failure(inp, row, current, out)
         if failure is not None:
             back = {k: v for k, v in row.items() if k not in ("operation",)}
@@ -620,6 +637,7 @@ def step_drain(
         row = {**row, "runningRevision": target}
     expected = own_names(inp, row["index"], data, active(row))
     current = [p for p in pods if p.name in expected and not p.view.terminating]
+    row = held_clock(inp, row, current)
     failure = attempt_failure(inp, row, current, out)
     if failure is not None:
         return {**row, "phase": "Failed", "lastFailure": failure}, fail_block(

@@ -604,3 +604,18 @@ def test_repairs_are_paced_by_max_unavailable_with_one_repair_held_warning() -> 
     ]
     again = rp.plan(inputs([rows[0], out.rows[1]], [stuck], max_unavailable=1, stuck_grace=60.0))
     assert not again.events
+
+
+def test_an_unschedulable_surge_pod_stops_the_operation_clock() -> None:
+    pending = dataclasses.replace(
+        pod(0, 1, digest=H_NEW, gate=None, containers_ready=False, created=NOW - timedelta(minutes=50)),
+        unschedulable_since=NOW - timedelta(minutes=50),
+    )
+    late = NOW + timedelta(hours=1)  # well past the operation's deadline
+    out = rp.plan(inputs([surging(startedAt="2026-09-27T07:00:00Z")], [pod(0), pending], now=late))
+    row = out.rows[0]
+    assert row["phase"] == "Updating" and row["operation"]["waiting"] == "Unschedulable"
+    placed = dataclasses.replace(pending, unschedulable_since=None)
+    resumed = rp.plan(inputs([row], [pod(0), placed], now=late))
+    op = resumed.rows[0]["operation"]
+    assert "waiting" not in op and op["deadline"] == format_time(late + timedelta(minutes=30))
