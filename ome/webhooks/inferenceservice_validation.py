@@ -77,7 +77,6 @@ def spec_error(name: str, spec: Obj) -> str | None:
         return f"InferenceService name {name!r} is invalid: it must match {NAME_PATTERN}"
     for rule in (
         deployment_mode_error,
-        _decoder_without_engine,
         leader_worker_error,
         mode_combination_error,
         replica_bounds_error,
@@ -94,12 +93,6 @@ def deployment_mode_error(spec: Obj) -> str | None:
     if mode is None or (isinstance(mode, str) and mode in modes.SPEC_MODES):
         return None
     return f"spec.deploymentMode {mode!r} is not supported: use OMENative or RawDeployment"
-
-
-def _decoder_without_engine(spec: Obj) -> str | None:
-    if spec.get("decoder") is not None and spec.get("engine") is None:
-        return "spec.decoder cannot be set without spec.engine"
-    return None
 
 
 def leader_worker_error(spec: Obj) -> str | None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import structlog
 
@@ -75,6 +75,11 @@ log = structlog.get_logger("ome.controllers.inferenceservice")
 
 RUNTIME_NOT_FOUND: Final = "RuntimeNotFound"
 MODEL_NOT_FOUND: Final = "ModelNotFound"
+MODEL_RECONCILE_ERROR: Final = "ModelReconcileError"
+DEPLOYMENT_MODE_ERROR: Final = "DeploymentModeError"
+ENGINE_REQUIRED: Final = "engine component is required"
+MODEL_NOT_READY: Final = "ModelNotReady"
+SHARDED_UNSUPPORTED: Final = "no model cache provider is configured for sharded model loading"
 FINE_TUNED_WEIGHT_ERROR: Final = "FineTunedWeightError"
 ACCELERATOR_CLASS_ERROR: Final = accelerators.EVENT_REASON
 CHILD_RESOURCES: Final = (
@@ -114,6 +119,16 @@ class ComponentError(RetryError):
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def _model_problem(model: models.ResolvedModel) -> tuple[Literal["Normal", "Warning"], str, str] | None:
+    """A model OME cannot serve from, as troubleshoot-an-inferenceservice.md lists them: disabled (Warning
+    ModelReconcileError), or Sharded (Normal ModelNotReady). Nothing is rendered for either."""
+    if model.disabled:
+        return "Warning", MODEL_RECONCILE_ERROR, f"specified base model {model.name} is disabled"
+    if model.spec.get("distribution") == "Sharded":
+        return "Normal", MODEL_NOT_READY, SHARDED_UNSUPPORTED
+    return None
 
 
 class InferenceServiceReconciler:
@@ -178,10 +193,15 @@ class InferenceServiceReconciler:
         try:
             model = models.resolve_model(self._reader, isvc)
         except models.ModelNotFound as exc:
-            # The webhook rejects this at create; a model deleted later lands here. Retried with backoff,
-            # and the model's own watch requeues the service when it comes back.
-            self._recorder.event(isvc, "Warning", MODEL_NOT_FOUND, exc.message)
+            # A kind that differs from the model's (or a model deleted later): as v1.3, a log line and no
+            # event or condition; the workloads stay, and the model's watch requeues the service.
+            kind = (models.model_ref(isvc) or {}).get("kind") or models.DEFAULT_KIND
+            log.error(f"Failed to get referenced {kind}", error=exc.message)
             raise RetryError(exc.message) from exc
+        if model is not None and (problem := _model_problem(model)) is not None:
+            type_, reason, message = problem
+            self._recorder.event(isvc, type_, reason, message)
+            raise RetryError(message)
         live_problem = ""
         runtime: runtimes.ResolvedRuntime | None
         try:
@@ -200,6 +220,12 @@ class InferenceServiceReconciler:
         except models.ResolutionError as exc:  # not found, disabled, model without a format
             await self._runtime_unresolved(isvc, exc.message, has_model=model is not None, now=now)
             return
+        if (isvc.get("spec") or {}).get("engine") is None:
+            # As v1.3's deployment-mode step: no engine, no workload at all (a decoder or router alone is
+            # not served); the webhook admits such a service, so this event is where the user learns why.
+            log.error("Failed to determine deployment modes", error=ENGINE_REQUIRED)
+            self._recorder.event(isvc, "Warning", DEPLOYMENT_MODE_ERROR, ENGINE_REQUIRED)
+            raise RetryError(ENGINE_REQUIRED)
         pin = rr.decide(
             isvc,
             runtime.obj if runtime is not None else None,

@@ -130,8 +130,8 @@ def compute(isvc: Mapping[str, Any], observed: Observed, config: InferenceServic
         if entry := _component_status(isvc, ref.component, cond, config, fronted):
             components[ref.component] = entry
     conds[INGRESS_READY] = _ingress_condition(config, observed.ingress)
-    if not observed.referenced:
-        conds[RUNTIME_READY] = _runtime_condition(observed)
+    if not observed.referenced and (runtime := _runtime_condition(observed, old)) is not None:
+        conds[RUNTIME_READY] = runtime
     if observed.has_overlays:
         conds[OVERLAYS_READY] = _overlays_condition(observed)
     for extra in observed.extra_conditions:
@@ -222,16 +222,21 @@ def _ingress_condition(config: InferenceServiceConfig, state: IngressState | Non
     return Cond(INGRESS_READY, "False", state.reason, state.message)
 
 
-def _runtime_condition(observed: Observed) -> Cond:
+def _runtime_condition(observed: Observed, old: Mapping[str, Any]) -> Cond | None:
+    """Only after a runtime problem (inference-services.md §Status): False/RuntimeNotFound, then
+    True/RuntimeResolved once a runtime resolves; never written for a service that had no problem."""
     if observed.runtime_error is not None:
         return Cond(RUNTIME_READY, "False", "RuntimeNotFound", observed.runtime_error)
-    return Cond(RUNTIME_READY, "True", "RuntimeResolved", f'runtime "{observed.runtime_name}" resolved')
+    if _find(old, RUNTIME_READY) is None:
+        return None
+    return Cond(RUNTIME_READY, "True", "RuntimeResolved")
 
 
 def _overlays_condition(observed: Observed) -> Cond:
+    """True/AllOverlaysMounted, or False/OverlaysSkipped naming the overlays left out and why."""
     if observed.overlays_problem:
-        return Cond(OVERLAYS_READY, "False", "OverlayNotReady", observed.overlays_problem)
-    return Cond(OVERLAYS_READY, "True", "OverlaysMounted", "All overlays are mounted")
+        return Cond(OVERLAYS_READY, "False", "OverlaysSkipped", observed.overlays_problem)
+    return Cond(OVERLAYS_READY, "True", "AllOverlaysMounted")
 
 
 def _ready(conds: Mapping[str, Cond]) -> Cond:
