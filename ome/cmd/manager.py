@@ -225,8 +225,9 @@ async def run(args: argparse.Namespace) -> int:
                                      needs_leader_election=False)
         try:
             await manager.run()
-        except LeaderElectionLost:
-            return 1  # as controller-runtime's main: "problem running manager", exit 1
+        except LeaderElectionLost as exc:
+            log.error("Failed to start manager", error=str(exc))  # the documented line; then exit 1
+            return 1
         finally:
             await wiring.unregister_webhooks(client, registered)
         return 0
