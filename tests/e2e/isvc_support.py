@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.autoscaler import controller as autoscaler_controller
 from ome.framework import errors, resources
 from ome.framework.client import Client
 from ome.framework.controller import Controller
@@ -156,6 +157,10 @@ async def running_manager(
     )
     writer = CountingWriter(client)
     ctrl._reconciler._writer = writer  # type: ignore[attr-defined]  # count writes without touching the client
+    # HPAs, ScaledObjects and PDBs are the autoscaler controller's, next to it in the same manager.
+    scaling = config or InferenceServiceConfig()
+    autoscaler_controller.add_to_manager(manager, scaling, config_namespace=config_namespace,
+                                         features=await autoscaler_controller.detect(client, scaling))
     task = asyncio.create_task(manager.run())
     try:
         yield ctrl, writer

@@ -4,7 +4,8 @@
 
 - InferenceServices (spec, label and annotation changes: its own status writes do not bring it back);
 - owned HorizontalPodAutoscalers, PodDisruptionBudgets and, when KEDA's CRDs were served at start,
-  ScaledObjects (their status feeds `status.components.<c>.autoscaler`);
+  ScaledObjects (their status feeds `status.components.<c>.autoscaler`), cached whole so that a stranger
+  under OME's name is seen;
 - owned Deployments and InferenceReplicas: a count changed by `kubectl scale` is held or floored, and an
   OMENative budget follows the Instance count;
 - ServingRuntimes and ClusterServingRuntimes (a runtime's autoscaler block, bounds or budget);
@@ -24,6 +25,7 @@ from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.autoscaler.policy_status import PolicyStatusReconciler
 from ome.controllers.autoscaler.reconciler import AutoscalerReconciler, Features
+from ome.controllers.inferenceservice import runtime_pinning
 from ome.framework import predicates, resources
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
@@ -72,18 +74,27 @@ def add_to_manager(
         predicates.generation_changed, predicates.labels_changed, predicates.annotations_changed
     )
     controller.for_(cache.informer_for(resources.INFERENCE_SERVICES), spec_or_meta)
-    owned = [resources.HPAS, resources.PDBS, resources.DEPLOYMENTS]
+    # Scalers and budgets are cached whole, not by OME's label: one a stranger made under our name must
+    # be seen, so that it fails the component instead of being taken over.
+    scalers = [resources.HPAS, resources.PDBS]
     if features.keda_served:
-        owned.append(autoscaler_objects.SCALED_OBJECTS)
-    for res in owned:
-        informer = cache.informer_for(res, label_selector=CHILD_SELECTOR)
-        controller.owns(informer, "ome.io", "InferenceService", predicates.resource_version_changed)
+        scalers.append(autoscaler_objects.SCALED_OBJECTS)
+    changed = predicates.resource_version_changed
+    for res in scalers:
+        controller.owns(cache.informer_for(res), "ome.io", "InferenceService", changed)
+    deployments = cache.informer_for(resources.DEPLOYMENTS, label_selector=CHILD_SELECTOR)
+    controller.owns(deployments, "ome.io", "InferenceService", changed)
     # The InferenceService controller reads every replica (standalone ones carry no service label).
     replicas = cache.informer_for(resources.INFERENCE_REPLICAS)
-    controller.owns(replicas, "ome.io", "InferenceService", predicates.resource_version_changed)
+    controller.owns(replicas, "ome.io", "InferenceService", changed)
     for res in (resources.SERVING_RUNTIMES, resources.CLUSTER_SERVING_RUNTIMES):
         controller.watches(cache.informer_for(res), _runtime_users(cache, res.namespaced),
                            predicates.generation_changed)
+    # What resolving a service's components reads (shared with the InferenceService controller).
+    for res in (resources.BASE_MODELS, resources.CLUSTER_BASE_MODELS):
+        cache.informer_for(res)
+    cache.informer_for(resources.CONTROLLER_REVISIONS, namespace=config_namespace,
+                       label_selector=runtime_pinning.REVISION_SELECTOR)
     if features.policy_enabled:
         policies = cache.informer_for(resources.AUTOSCALER_POLICIES)
         controller.watches(policies, _policy_users(cache), predicates.generation_changed)

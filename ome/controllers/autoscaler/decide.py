@@ -212,7 +212,8 @@ def desired_objects(isvc: Mapping[str, Any], plan: ComponentPlan, runtime_compon
 
 
 def status_entry(inputs: Inputs, desired: Desired, old: Mapping[str, Any], now: str) -> Obj:
-    """status.components.<c>: `autoscaler` and `scaleTargetRef`, as this controller reports them."""
+    """status.components.<c>: `autoscaler`, as this controller reports it (the InferenceService
+    controller reports `scaleTargetRef` next to it)."""
     resolution = desired.resolution
     klass = desired.klass
     entry: Obj = {}
@@ -242,13 +243,7 @@ def status_entry(inputs: Inputs, desired: Desired, old: Mapping[str, Any], now: 
     if conditions:
         auto["conditions"] = sorted(conditions, key=lambda c: c["type"])
     entry["autoscaler"] = auto
-    if (ref := scalers.scale_target_ref(inputs.mode, naming_of(inputs))) is not None:
-        entry["scaleTargetRef"] = ref
     return entry
-
-
-def naming_of(inputs: Inputs) -> str:
-    return f"{inputs.isvc['metadata']['name']}-{inputs.component}"
 
 
 def _copied_conditions(conditions: list[Mapping[str, Any]], now: str) -> list[Obj]:

@@ -1,5 +1,5 @@
 """The autoscaler reconciler: each component's HPA or KEDA ScaledObject, its PodDisruptionBudget, the
-replica counts OME holds, and `status.components.<c>.autoscaler` / `scaleTargetRef`.
+replica counts OME holds, and `status.components.<c>.autoscaler`.
 
 It runs next to the InferenceService controller in the same manager, reading the same cache; the
 InferenceService controller renders the workloads and never the autoscalers or budgets. Per component, in
@@ -12,6 +12,9 @@ order (engine, decoder, router), decide.py says what is wanted; this applies it:
 - a component that fails logs `Failed to reconcile component`, skips the components after it and the
   status write, and the key is retried with backoff;
 - a policy hold records an `AutoscalerPolicyHold` Warning event when it starts.
+
+It reports `status.components.<c>.autoscaler`; `scaleTargetRef` beside it is the InferenceService
+controller's (one owner per field, so neither sees the other's write as a difference).
 
 Writes are server-side applies stamped with a hash (no-op reconciles write nothing), under the field
 manager `ome-autoscaler-controller`, so the status entries it owns sit beside the InferenceService
@@ -274,7 +277,7 @@ class AutoscalerReconciler:
                                  subresource="status")
 
 
-OWNED_ENTRY_FIELDS: Final = ("autoscaler", "scaleTargetRef")
+OWNED_ENTRY_FIELDS: Final = ("autoscaler",)
 
 
 def _old_autoscaler(isvc: Mapping[str, Any], component: str) -> Obj:
@@ -284,16 +287,9 @@ def _old_autoscaler(isvc: Mapping[str, Any], component: str) -> Obj:
 
 def _differs(current: Mapping[str, Any], entries: Mapping[str, Obj]) -> bool:
     for component in set(current) | set(entries):
-        have = current.get(component) or {}
-        if component not in entries:
-            # Only `autoscaler` is ours alone; the InferenceService controller reports scaleTargetRef too.
-            if have.get("autoscaler") is not None:
-                return True
-            continue
-        want = entries[component]
-        for key in OWNED_ENTRY_FIELDS:
-            if have.get(key) != want.get(key):
-                return True
+        have, want = current.get(component) or {}, entries.get(component) or {}
+        if any(have.get(key) != want.get(key) for key in OWNED_ENTRY_FIELDS):
+            return True
     return False
 
 

@@ -119,10 +119,8 @@ async def test_default_hpa_and_pdb_then_a_noop_reconcile_writes_nothing() -> Non
     assert hpa is not None and (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 3)
     pdb = world.get_or_none(r.PDBS, "llama-engine", "demo")
     assert pdb is not None and pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "llama-engine"}}}
-    assert _entry(world) == {
-        "autoscaler": {"class": "HPA", "managedBy": "ome", "specSource": "default"},
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llama-engine"},
-    }
+    # scaleTargetRef beside it is the InferenceService controller's (tests/unit/controllers/inferenceservice).
+    assert _entry(world) == {"autoscaler": {"class": "HPA", "managedBy": "ome", "specSource": "default"}}
     world.writes.clear()
     await reconciler.reconcile(REQ)
     assert world.writes == []
@@ -187,7 +185,7 @@ async def test_external_keeps_the_count_but_omenative_never_stays_at_zero() -> N
     _workload(native, r.INFERENCE_REPLICAS, 0)
     await _reconciler(native).reconcile(REQ)
     assert native.scaled == [("InferenceReplica", "llama-engine", 2)]
-    assert _entry(native)["scaleTargetRef"]["kind"] == "InferenceReplica"
+    assert _entry(native)["autoscaler"] == {"class": "External", "managedBy": "external", "specSource": "isvc"}
 
 
 async def test_omenative_hpa_targets_the_replica_and_its_pdb_counts_pods() -> None:

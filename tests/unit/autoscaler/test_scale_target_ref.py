@@ -1,0 +1,58 @@
+"""status.components.<c>.scaleTargetRef names what an autoscaler scales, for every mode that has one.
+
+The InferenceService controller reports it (one owner per field); the autoscaler controller reports
+`autoscaler` beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ome.controllers.inferenceservice import reconciler as rec
+from ome.framework import resources as r
+from ome.framework.reconcile import Request
+from ome.resolution import models, runtimes
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
+from tests.unit.resolution import builders
+
+Obj = dict[str, Any]
+
+
+@pytest.fixture(autouse=True)
+def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
+    def resolve_model(reader: Any, isvc: Obj) -> Any:
+        obj = builders.model()
+        return models.ResolvedModel(kind="ClusterBaseModel", name=obj["metadata"]["name"], namespace=None,
+                                    obj=obj, ready=True)
+
+    def resolve_runtime(reader: Any, isvc: Obj, model: Any) -> Any:
+        obj = builders.runtime()
+        return runtimes.ResolvedRuntime(kind=obj["kind"], name=obj["metadata"]["name"], obj=obj,
+                                        auto_selected=True, warnings=[])
+
+    monkeypatch.setattr(rec.models, "resolve_model", resolve_model)
+    monkeypatch.setattr(rec.runtimes, "resolve_runtime", resolve_runtime)
+
+
+@pytest.mark.parametrize(
+    ("spec", "ref"),
+    [
+        ({}, {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llama-engine"}),
+        ({"deploymentMode": "OMENative"},
+         {"apiVersion": "ome.io/v1beta1", "kind": "InferenceReplica", "name": "llama-engine"}),
+    ],
+    ids=["rawdeployment", "omenative"],
+)
+async def test_every_component_reports_its_scale_target(spec: Obj, ref: Obj) -> None:
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc(**spec))
+    reconciler = make_reconciler(world, FakeRecorder())
+    await reconciler.reconcile(Request("demo", "llama"))
+    isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert isvc is not None
+    assert isvc["status"]["components"]["engine"]["scaleTargetRef"] == ref
+    world.writes.clear()
+    await reconciler.reconcile(Request("demo", "llama"))
+    assert world.writes == []  # reported once; an unchanged world writes nothing
