@@ -378,3 +378,81 @@ async def test_wait_returns_as_soon_as_ready_turns_true(client: Client, namespac
     assert (report["Outcome"], report["Source method"]) == ("Matched", "Watch")
     assert latency < 2.0, f"wait took {latency:.2f}s after the condition held"
     assert condition(isvc, "Ready") is not None
+
+
+async def test_release_held_and_runtime_sync_then_wait(client: Client, namespace: str, kubeconfig: Path) -> None:
+    ns = ["-n", namespace]
+    await client.create(resources.SERVING_RUNTIMES, {
+        "apiVersion": "ome.io/v1beta1", "kind": "ServingRuntime", "metadata": {"name": "vllm"},
+        "spec": {"containers": [{"name": "ome-container", "image": "vllm:2"}],
+                 "engineConfig": {"annotations": {"ome.io/deploymentMode": "OMENative"}}}}, namespace)
+    service = canary_service(namespace)
+    del service["spec"]["rollout"]
+    service["spec"]["runtime"]["autoSync"] = False
+    isvc = await client.create(INFERENCE_SERVICES, service, namespace)
+    revision = "r-" + namespace + "-vllm-00000000"
+    await client.create(resources.CONTROLLER_REVISIONS, {
+        "apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": 1, "data": {"spec": {}},
+        "metadata": {"name": revision, "labels": {"ome.io/revision-hash": "00000000"}}}, namespace)
+    isvc["status"] = {"observedGeneration": 1, "pinnedRevisionName": revision, "conditions": [
+        {"type": "RuntimeDrifted", "status": "True", "reason": "RevisionMismatch",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    await client.update_status(INFERENCE_SERVICES, isvc)
+    ir = await client.create(INFERENCE_REPLICAS, {
+        "apiVersion": "ome.io/v1beta1", "kind": "InferenceReplica",
+        "metadata": {"name": "chat-engine", "annotations": {"ome.io/controller-write": "true",
+                                                             "ome.io/parent-generation": "1"}},
+        "spec": {"component": "engine", "parentRef": {"name": "chat"}, "replicas": 1,
+                 "runners": [{"name": "default", "size": 1, "template": {"spec": {"containers": [
+                     {"name": "ome-container", "image": "vllm:2"}]}}}]}}, namespace)
+    held = {"targetRevision": "chat-engine-7f9c4d2b", "state": "Held", "attemptsStarted": 3,
+            "reason": "ImagePullBackOff", "lastFailureAt": "2026-01-01T00:00:00Z"}
+    ir["status"] = {"observedGeneration": ir["metadata"]["generation"], "replicas": 1, "retryBlocks": [held]}
+    ir = await client.update_status(INFERENCE_REPLICAS, ir)
+    rc, out, err = await kubectl_ome(kubeconfig, "instance", "retry-blocks", "chat", *ns, "--component", "engine")
+    assert rc == 0 and out.splitlines()[1].split() == ["engine", "HELD", "chat-#4c6a152e", "3", "-", "YES",
+                                                        "ImagePullB..."], out + err
+
+    release = ("instance", "release-held", "chat", *ns, "--component", "engine", "--revision", "7f9c4d2b",
+               "--ome-namespace", namespace)
+    rc, out, err = await kubectl_ome(kubeconfig, *release, "--dry-run=server", "--yes")
+    assert rc == 0, err
+    assert err.startswith("HELD RELEASE PREVIEW\n") and fields(out)["applied"] == "No"
+    after = await client.get(INFERENCE_REPLICAS, "chat-engine", namespace)
+    assert after["metadata"]["resourceVersion"] == ir["metadata"]["resourceVersion"]
+    rc, out, err = await kubectl_ome(kubeconfig, *release, "--yes", "-o", "json")
+    assert rc == 0, err
+    result = json.loads(out)
+    assert (result["target"]["name"], result["revisionHash"]) == ("chat-engine", "7f9c4d2b")
+    stored = await client.get(INFERENCE_REPLICAS, "chat-engine", namespace)
+    assert stored["metadata"]["annotations"]["ome.io/release-held-revision"] == "chat-engine-7f9c4d2b"
+
+    # wait --for=held-revision=unheld matches once the block and the mailbox are gone (the test plays OME).
+    waiting = asyncio.create_task(kubectl_ome(
+        kubeconfig, "wait", "chat", *ns, "--for=held-revision=unheld", "--component", "engine",
+        "--revision", "chat-engine-7f9c4d2b", "--ir-name", "chat-engine", "--ir-uid", result["target"]["uid"],
+        "--timeout=60s"))
+    await asyncio.sleep(2)
+    assert not waiting.done()
+    stored["status"]["retryBlocks"] = []
+    stored = await client.update_status(INFERENCE_REPLICAS, stored)
+    await client.patch(INFERENCE_REPLICAS, "chat-engine",
+                       {"metadata": {"annotations": {"ome.io/release-held-revision": None}}}, namespace)
+    rc, out, err = await asyncio.wait_for(waiting, 60)
+    assert rc == 0 and fields(out)["Outcome"] == "Matched", out + err
+
+    # runtime sync: a managed pin that drifted from the live runtime.
+    sync = ("runtime", "sync", "chat", *ns, "--ome-namespace", namespace)
+    before = await client.get(INFERENCE_SERVICES, "chat", namespace)
+    rc, out, err = await kubectl_ome(kubeconfig, *sync, "--dry-run=server", "--yes")
+    assert rc == 0, err
+    assert err.startswith("ALPHA runtime sync preview (acceptance is not convergence)\n")
+    after = await client.get(INFERENCE_SERVICES, "chat", namespace)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    rc, out, err = await kubectl_ome(kubeconfig, *sync, "--yes", "-o", "json")
+    assert rc == 0, err
+    request_id = json.loads(out)["requestID"]
+    stored = await client.get(INFERENCE_SERVICES, "chat", namespace)
+    assert stored["metadata"]["annotations"]["ome.io/runtime-sync"] == f"cli-runtime-sync-{request_id}"
+    rc, _, err = await kubectl_ome(kubeconfig, *sync, "--yes")
+    assert (rc, err) == (1, "error: action refused: a runtime sync request is already pending\n")
