@@ -70,6 +70,7 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("ome.io", "clusterbasemodels"): ("update", "patch"),
     ("ome.io", "clusterbasemodels/status"): ("get", "update", "patch"),
     ("ome.io", "clusterbasemodels/finalizers"): ("update",),
+    ("ome.io", "acceleratorclasses/status"): ("get", "update", "patch"),
 }
 
 # Grants on named objects (resourceNames), which the (apiGroup, resource) table above cannot express:

@@ -11,6 +11,7 @@ from ome.config import inferenceservice_config as isvc_config
 from ome.config.config_source import ConfigSource
 from ome.config.durations import parse_duration
 from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig, UpdateRetry
+from ome.controllers.acceleratorclass import setup as acceleratorclass
 from ome.controllers.autoscaler import controller as autoscaler
 from ome.controllers.autoscaler.reconciler import Features as AutoscalerFeatures
 from ome.controllers.inferencereplica import setup as inferencereplica
@@ -141,6 +142,7 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
     from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
 
     nodeagent.add_to_manager(manager, config_namespace=settings.config_namespace)
+    acceleratorclass.add_to_manager(manager)
 
 
 def add_webhooks(server: WebhookServer, manager: Manager, settings: Settings) -> None:

@@ -74,7 +74,8 @@ class _RecordingManager:
 def test_disabled_inferencereplica_controller_is_not_added(monkeypatch: pytest.MonkeyPatch) -> None:
     added: list[str] = []
     for module, name in [("inferenceservice", "inferenceservice"), ("inferencereplica", "inferencereplica"),
-                         ("autoscaler", "autoscaler"), ("instancerollout", "instancerollout")]:
+                         ("autoscaler", "autoscaler"), ("instancerollout", "instancerollout"),
+                         ("acceleratorclass", "acceleratorclass")]:
         monkeypatch.setattr(getattr(wiring, module), "add_to_manager",
                             lambda *a, _n=name, **k: added.append(_n))
     from ome.controllers import nodeagent

@@ -1,0 +1,1 @@
+"""AcceleratorClass status: the nodes that match each class (status.nodes, availableNodes, lastUpdated)."""
