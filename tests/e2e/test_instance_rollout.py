@@ -326,7 +326,12 @@ async def test_a_failing_revision_is_retried_then_held_while_old_instances_serve
     assert st["retryBlocks"][0]["targetRevision"] == bad and st["retryBlocks"][0]["attemptsStarted"] == 2
     assert st["rolloutHold"]["gate"] == "Held" and st["rolloutHold"]["target"] == bad
     assert {r["runningRevision"] for r in st["instanceStatuses"]} == {old}
-    assert condition(obj, "RolloutStalled")["status"] == "True"
+
+    async def stalled() -> bool:  # the replica controller's next status pass reads the held block
+        obj = await client.get(INFERENCE_REPLICAS, "held-engine", namespace)
+        return condition(obj, "RolloutStalled").get("status") == "True"
+
+    await until(stalled)
     warned = await until(lambda: events(client, namespace, "RetryHeld"))
     assert warned[0]["type"] == "Warning" and warned[0]["message"] == (
         f"InferenceReplica {namespace}/held-engine component=engine update to revision {bad} held after 2 failed "
@@ -368,8 +373,11 @@ async def test_pause_holds_the_rollout_and_resume_continues(
     client: Client, namespace: str, manager: Manager
 ) -> None:
     strategy = {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}
-    await client.create(INFERENCE_REPLICAS, replica("paused-engine", strategy, paused=True), namespace)
+    await client.create(INFERENCE_REPLICAS, replica("paused-engine", strategy), namespace)
     before = await settled(client, namespace, "paused-engine")
+    await client.patch(
+        INFERENCE_REPLICAS, "paused-engine", {"spec": {"paused": True, "replicas": 4}}, namespace
+    )
     pods = set(await pods_of(client, namespace))
     await set_runners(client, namespace, "paused-engine", runners("vllm:2"))
     await asyncio.sleep(3)
@@ -377,10 +385,11 @@ async def test_pause_holds_the_rollout_and_resume_continues(
     assert {r["runningRevision"] for r in obj["status"]["instanceStatuses"]} == {
         before["status"]["currentRevision"]
     }
-    assert set(await pods_of(client, namespace)) == pods  # no update started
+    assert set(await pods_of(client, namespace)) == pods  # no update started, no new Instance either
+    assert len(obj["status"]["instanceStatuses"]) == 3
     with contextlib.suppress(errors.NotFound):
         await client.patch(INFERENCE_REPLICAS, "paused-engine", {"spec": {"paused": None}}, namespace)
-    await settled(client, namespace, "paused-engine")
+    await settled(client, namespace, "paused-engine", 4)
 
 
 async def test_leader_and_workers_surge_whole_at_a_new_index(
