@@ -1,6 +1,7 @@
 """Which serving runtime an InferenceService uses: the one it names, or the best one that supports its model.
 
-Named runtime (`spec.runtime.name`): `spec.runtime.kind` decides where to look (reference-a-runtime page,
+Named runtime (`spec.runtime.name`), used with the spec it inherits (`ome.io/inherit-from`, see
+runtime_inheritance.py): `spec.runtime.kind` decides where to look (reference-a-runtime page,
 "How OME resolves the name"): ClusterServingRuntime, the CRD default, looks at cluster scope and then in
 the namespace; ServingRuntime looks only in the namespace; no kind at all (a spec nothing has defaulted)
 looks in the namespace first. A named runtime that does not declare support for the model is still used,
@@ -26,7 +27,7 @@ from typing import Any, Final, Protocol
 
 from ome.framework import resources
 from ome.framework.resources import Resource
-from ome.resolution import modes
+from ome.resolution import modes, runtime_inheritance
 from ome.resolution.models import ResolutionError, ResolvedModel
 
 Obj = dict[str, Any]
@@ -144,6 +145,14 @@ def _resolve_named(
             where += " or at cluster scope"
         raise RuntimeNotFound(f"runtime {name} not found in {where}")
     found_kind, obj = found
+    try:
+        # A named runtime is used with what it inherits; auto-selection matches each runtime's own spec.
+        obj = runtime_inheritance.resolve(reader, found_kind, obj)
+    except runtime_inheritance.InheritanceError as exc:
+        if model is None:
+            raise
+        message = f"Runtime {name} does not support model {model.name}: {exc.message}"
+        raise runtime_inheritance.InheritanceError(message, exc.reason) from exc
     if _dict(obj.get("spec")).get("disabled") is True:
         scope = "namespace-scoped" if found_kind == SERVING_RUNTIME else "cluster-scoped"
         raise RuntimeDisabled(f"{scope} runtime {name} is disabled")

@@ -1,9 +1,9 @@
 """BenchmarkJob validation: a target, well-formed traffic scenarios and request parameters, an output place.
 
 Scenario grammar per task (genai-bench's): text-to-text takes N(mean,stddev)/(mean,stddev),
-U(min,max)/(min,max), U(min,max) or D(input,output); text-to-embeddings takes E(tokens); the image tasks
-take I(width,height) or I(width,height,images). Unlike v1.2.2 (whose E pattern rejected its own
-defaults), a single-number E(...) is accepted.
+U(min,max)/(min,max), U(min,max) or D(input,output); the image tasks take I(width,height) or
+I(width,height,images). text-to-embeddings takes only the two-number E(n,n), and a text-to-embeddings job
+must list its scenarios (benchmarks.md, "Traffic scenarios": a documented v1.3 bug kept as documented).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ _N = r"\d+"
 _PAIR = rf"\({_N},{_N}\)"
 _SCENARIOS: Final = {
     "text-to-text": re.compile(rf"^(N{_PAIR}/{_PAIR}|U{_PAIR}(/{_PAIR})?|D{_PAIR})$"),
-    "text-to-embeddings": re.compile(rf"^E\({_N}\)$"),
+    "text-to-embeddings": re.compile(rf"^E{_PAIR}$"),
     "image-to-text": re.compile(rf"^I\({_N},{_N}(,{_N})?\)$"),
     "image-to-embeddings": re.compile(rf"^I\({_N},{_N}(,{_N})?\)$"),
 }
+EMBEDDINGS_TASK: Final = "text-to-embeddings"
 _URI = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 
 
@@ -55,6 +56,10 @@ def endpoint_error(spec: Obj) -> str | None:
 def scenarios_error(spec: Obj) -> str | None:
     task = text(spec.get("task"))
     pattern = _SCENARIOS.get(task)
+    if task == EMBEDDINGS_TASK and not as_list(spec.get("trafficScenarios")):
+        return (
+            f"invalid traffic scenarios: task {task!r} requires spec.trafficScenarios of the form E(<n>,<n>)"
+        )
     for scenario in as_list(spec.get("trafficScenarios")):
         if pattern is None:
             return f"invalid traffic scenarios: no scenario format is defined for task {task!r}"

@@ -10,13 +10,15 @@ real apiserver the patch is normally empty):
 * InferenceService: spec.model.kind ClusterBaseModel, spec.runtime.kind ClusterServingRuntime, both
   apiGroups ome.io, spec.scalingPolicy.mode Independent.
 * ServingRuntime / ClusterServingRuntime: each supportedModelFormats entry's modelFormat and
-  modelFramework get operator Equal and weight 1.
+  modelFramework get operator Equal and weight 1; `ome.io/engine: sglang-pd` fills in its preset where the
+  runtime leaves fields unset (runtime_presets.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from ome.webhooks import runtime_presets
 from ome.webhooks.handler import AdmissionRequest
 from ome.webhooks.loose import as_dict, as_list
 
@@ -52,7 +54,7 @@ def default_serving_runtime(request: AdmissionRequest) -> Obj:
             side = as_dict(entry).get(key)
             if isinstance(side, dict):
                 _fill(side, _MATCH_DEFAULTS)
-    return request.obj
+    return runtime_presets.apply_preset(request.obj)
 
 
 def _fill(target: Obj, defaults: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from ome.resolution import models, modes, runtimes
 from ome.resolution import runtime_revisions as rr
-from ome.webhooks import autoscaler_admission, replica_refs
+from ome.webhooks import annotation_validation, autoscaler_admission, replica_refs
 from ome.webhooks import inferenceservice_rollout as rollout
 from ome.webhooks.handler import CREATE, UPDATE, AdmissionRequest, Outcome
 from ome.webhooks.loose import as_dict, declared_components, dig, is_int, text
@@ -47,7 +47,10 @@ def validate(request: AdmissionRequest, reader: Reader) -> Outcome:
         return Outcome.deny(error)
     if (error := autoscaler_admission.isvc_error(request.obj)) is not None:
         return Outcome.deny(error)
-    warnings = deployment_strategy_warnings(spec)
+    annotation_error, annotation_warnings = annotation_validation.validate(request.obj)
+    if annotation_error is not None:
+        return Outcome.deny(annotation_error, annotation_warnings)
+    warnings = annotation_warnings + deployment_strategy_warnings(spec)
     if (error := references_error(spec)) is not None:
         return Outcome.deny(error, warnings)
     if (error := runtime_pin_error(request.namespace, spec)) is not None:

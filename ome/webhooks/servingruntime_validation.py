@@ -9,8 +9,13 @@
   (case-insensitive), version, quantization, format, framework and architecture, the same
   modelSizeRange, and at least one protocol version in common.
 
-A disabled runtime is never auto-selected, so it is admitted without these checks. Unlike the v1.2.2
-webhook, the in-runtime priority rule applies even when the runtime is the first of its scope.
+Before those, for every runtime: an `ome.io/engine` value must name a preset, a runtime marked
+`ome.io/runtime-profile: "true"` must set `disabled: true`, and its `ome.io/inherit-from` chain must
+resolve (runtime_inheritance.py has the documented texts).
+
+A disabled runtime is never auto-selected, so it is admitted without the format and priority checks.
+Unlike the v1.2.2 webhook, the in-runtime priority rule applies even when the runtime is the first of its
+scope.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ome.framework import resources
-from ome.resolution import runtimes
-from ome.webhooks import autoscaler_admission
+from ome.resolution import runtime_inheritance, runtimes
+from ome.webhooks import autoscaler_admission, runtime_presets
 from ome.webhooks.handler import AdmissionRequest, Outcome
 from ome.webhooks.loose import as_dict, as_list, dig, text
 
@@ -30,6 +35,13 @@ _KINDS: Final = {"ServingRuntime": "servingruntime", "ClusterServingRuntime": "c
 
 def validate(request: AdmissionRequest, reader: runtimes.Reader) -> Outcome:
     spec = request.spec
+    for error in (
+        runtime_presets.preset_error(request.obj),
+        runtime_inheritance.profile_error(request.obj),
+        inheritance_error(reader, request),
+    ):
+        if error is not None:
+            return Outcome.deny(error)
     if spec.get("disabled") is True:
         return Outcome()
     for error in (
@@ -41,6 +53,18 @@ def validate(request: AdmissionRequest, reader: runtimes.Reader) -> Outcome:
         if error is not None:
             return Outcome.deny(error)
     return Outcome()
+
+
+def inheritance_error(reader: runtimes.Reader, request: AdmissionRequest) -> str | None:
+    """The chain from the runtime written (not yet in the cache) up to its root must resolve."""
+    obj = {**request.obj, "metadata": {**as_dict(request.obj.get("metadata")), "name": request.name}}
+    if request.namespace:
+        obj["metadata"]["namespace"] = request.namespace
+    try:
+        runtime_inheritance.chain(reader, request.kind, obj)
+    except runtime_inheritance.InheritanceError as exc:
+        return exc.message
+    return None
 
 
 def unknown_accelerators_error(reader: runtimes.Reader, spec: Obj) -> str | None:

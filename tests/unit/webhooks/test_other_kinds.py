@@ -145,7 +145,7 @@ def test_benchmark_rejections(spec: dict, needle: str) -> None:
         ("text-to-text", "N(480,240)/(300,150)"),
         ("text-to-text", "D(100,100)"),
         ("text-to-text", "U(1,2)"),
-        ("text-to-embeddings", "E(64)"),
+        ("text-to-embeddings", "E(64,64)"),
         ("image-to-text", "I(512,512)"),
     ],
 )
