@@ -65,6 +65,7 @@ class Settings:
             instance_ready_timeout=parse_duration(life.instance_ready_timeout),
             status_encoding="ColumnarV2" if self.config.omenative_status.status_encoding == "ColumnarV2"
             else "Rows",
+            max_decoded_instances=self.config.omenative_status.max_decoded_instances,
             revision_history_limit=life.revision_history_limit or 10,
             teardown_deadline=parse_duration(deadline) if deadline else None,
             retry_initial_delay=parse_duration(retry.initial_delay) or 60.0,

@@ -16,6 +16,9 @@ class InferenceReplicaSettings:
     lifecycle.instanceReadyTimeout is unset. None: no operator default (the chart sets 30m)."""
     status_encoding: StatusEncoding = "Rows"
     """ColumnarV2 stores per-Instance rows in instanceStatusColumns whenever that is smaller."""
+    max_decoded_instances: int | None = 20000
+    """omenativeStatus.maxDecodedInstances: the most rows decoded from (and written as) ColumnarV2; None:
+    no bound, so a ColumnarV2 replica is not decoded (InstanceStatusDecodeFailed, cardinality_limit)."""
     revision_history_limit: int = 10
     """Non-live ControllerRevisions kept per replica when spec.revisionHistoryLimit is unset."""
     serving_gate_controller: str = "ome-inferencereplica-controller"

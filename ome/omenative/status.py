@@ -40,6 +40,8 @@ class Inputs:
     gang_scheduling_available: bool = True
     migration_audit_configured: bool = True
     columnar: bool = False
+    max_rows: int | None = None
+    """omenativeStatus.maxDecodedInstances: above it the rows are written as the DenseV1 list."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,7 @@ def compute(inp: Inputs) -> Obj:
         "retryBlocks": prev.get("retryBlocks") or None,
         "rolloutHold": prev.get("rolloutHold"),
     }
-    status.update(instance_rows(inp.rows, inp.columnar))
+    status.update(instance_rows(inp.rows, inp.columnar, inp.max_rows))
     status["conditions"] = merge_conditions(
         prev.get("conditions") or [], conditions(inp, counts, current), inp.now
     )
@@ -111,9 +113,11 @@ def current_revision(previous: str | None, rows: Sequence[Row], update: str, des
     return previous
 
 
-def instance_rows(rows: Sequence[Row], use_columnar: bool) -> Obj:
+def instance_rows(rows: Sequence[Row], use_columnar: bool, max_rows: int | None = None) -> Obj:
+    """The rows as ColumnarV2 columns when asked and smaller, else as the DenseV1 list; above `max_rows`
+    (omenativeStatus.maxDecodedInstances) always the list, which any reader can decode."""
     dense = [columnar.canonical_row(r) for r in sorted(rows, key=lambda r: int(r["index"]))]
-    if use_columnar and dense:
+    if use_columnar and dense and (max_rows is None or len(dense) <= max_rows):
         columns = columnar.encode(dense)
         if _size(columns) < _size(dense):
             return {"instanceStatusEncoding": "ColumnarV2", "instanceStatusColumns": columns}
@@ -122,6 +126,24 @@ def instance_rows(rows: Sequence[Row], use_columnar: bool) -> Obj:
 
 def _size(value: object) -> int:
     return len(json.dumps(value, separators=(",", ":")))
+
+
+class DecodeFailed(Exception):
+    """Stored ColumnarV2 status OME will not decode; `reason` as InstanceStatusDecodeFailed names it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def decode_rows(status: Mapping[str, Any], max_decoded: int | None) -> list[Row]:
+    """rows_of, bounded: ColumnarV2 with more rows than maxDecodedInstances, or with no bound set, raises
+    DecodeFailed("cardinality_limit") (change-the-status-encoding.md §The status can't be decoded)."""
+    rows = rows_of(status)
+    if status.get("instanceStatusEncoding") == "ColumnarV2" and status.get("instanceStatusColumns") and (
+            max_decoded is None or len(rows) > max_decoded):
+        raise DecodeFailed("cardinality_limit")
+    return rows
 
 
 def rows_of(status: Mapping[str, Any]) -> list[Row]:

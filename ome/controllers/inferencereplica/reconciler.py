@@ -37,7 +37,17 @@ from ome.framework.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectati
 from ome.framework.reconcile import Request, Result
 from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.omenative import instance_names as names
-from ome.omenative import instances, pod_render, podmonitor, revisions, services, status, teardown, waits
+from ome.omenative import (
+    instances,
+    pod_render,
+    podmonitor,
+    revisions,
+    services,
+    status,
+    status_metrics,
+    teardown,
+    waits,
+)
 from ome.omenative.pods_view import PodView, format_time, view
 from ome.omenative.revisions import RevisionData
 from ome.omenative.settings import InferenceReplicaSettings
@@ -113,7 +123,15 @@ class InferenceReplicaReconciler:
         digest = revisions.revision_hash(data, revisions.collision_count(replica))
         pods = [v for p in self._owned(PODS, replica) if (v := view(p)) is not None]
         ctx = self._context(replica, digest, known)
-        plan = instances.plan(ctx, status.rows_of(replica.get("status") or {}), pods)
+        try:
+            rows = status.decode_rows(replica.get("status") or {}, self._settings.max_decoded_instances)
+        except status.DecodeFailed as exc:  # OME stops managing it until the bound is raised or restored
+            status_metrics.CODEC_ERRORS.labels(exc.reason).inc()
+            if self._recorder is not None:
+                self._recorder.event(replica, "Warning", status_metrics.DECODE_FAILED,
+                                     status_metrics.decode_failed_message(replica, exc.reason))
+            return Result()
+        plan = instances.plan(ctx, rows, pods)
         wake = self._log_instance_waits(key, ctx, plan, pods)  # before the writes: one may fail
         await self._apply(replica, ctx, plan, known)
         await self._ensure_services(replica, data, known, plan.rows)
@@ -530,6 +548,7 @@ class InferenceReplicaReconciler:
             gang_scheduling_available=self._gang is not False,
             migration_audit_configured=self._settings.migration_audit_configured,
             columnar=self._settings.status_encoding == "ColumnarV2",
+            max_rows=self._settings.max_decoded_instances,
         )
         new = status.compute(inputs)
         if new != (replica.get("status") or {}):
@@ -546,16 +565,29 @@ class InferenceReplicaReconciler:
         someone else's metadata write (same status, same generation on a live read) must not lose it,
         so it is written again on the fresh object. Any other 409 is raised: the pass was planned
         from a stale status and is redone from the cache."""
+        previous = dict(replica.get("status") or {})
         try:
-            await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": new})
-        except errors.Conflict:
-            meta = replica["metadata"]
-            fresh = await self._client.get(INFERENCE_REPLICAS, meta["name"], meta["namespace"])
-            same = (fresh.get("status") or {}) == (replica.get("status") or {})
-            if not same or fresh["metadata"].get("generation") != meta.get("generation"):
-                raise
-            await self._client.update_status(INFERENCE_REPLICAS, {**fresh, "status": new})
+            try:
+                await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": new})
+            except errors.Conflict:
+                meta = replica["metadata"]
+                fresh = await self._client.get(INFERENCE_REPLICAS, meta["name"], meta["namespace"])
+                same = (fresh.get("status") or {}) == (replica.get("status") or {})
+                if not same or fresh["metadata"].get("generation") != meta.get("generation"):
+                    raise
+                await self._client.update_status(INFERENCE_REPLICAS, {**fresh, "status": new})
+        except errors.ApiError as exc:
+            too_large = exc.status == 413 or "too large" in exc.message.lower()
+            status_metrics.record_write(replica, previous, new, "rejected" if too_large else "error")
+            if too_large and self._recorder is not None:  # stalls until the status fits
+                self._recorder.event(replica, "Warning", status_metrics.SIZE_EXCEEDED,
+                                     status_metrics.size_exceeded_message(replica, new))
+            raise
         self.writes += 1
+        converted = status_metrics.record_write(replica, previous, new, "success")
+        if converted is not None and self._recorder is not None:
+            self._recorder.event(replica, "Normal", status_metrics.CONVERTED,
+                                 status_metrics.converted_message(replica, converted))
 
     # -- writes -------------------------------------------------------------------------------
 
