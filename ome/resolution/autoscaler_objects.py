@@ -140,6 +140,15 @@ def _metadata(target: Target, name: str, block: Mapping[str, Any], policy: str |
     return objects.metadata(target.isvc, name, target.labels, annotations)
 
 
+def keda_hpa_name(scaled_object: Mapping[str, Any]) -> str:
+    """The HorizontalPodAutoscaler KEDA keeps for a ScaledObject: as its status says, else as configured
+    in advanced.horizontalPodAutoscalerConfig.name, else `keda-hpa-<scaledobject>`."""
+    status_name = (scaled_object.get("status") or {}).get("hpaName")
+    advanced = (scaled_object.get("spec") or {}).get("advanced") or {}
+    configured = advanced.get("horizontalPodAutoscalerConfig") or {}
+    return str(status_name or configured.get("name") or f"keda-hpa-{scaled_object['metadata']['name']}")
+
+
 def last_rendered(obj: Mapping[str, Any] | None) -> tuple[Obj, str | None] | None:
     """The block (and policy) a scaler OME wrote was rendered from, or None."""
     if obj is None:

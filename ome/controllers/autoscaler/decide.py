@@ -46,6 +46,8 @@ class Inputs:
     scaled_object: Mapping[str, Any] | None = None
     pdb: Mapping[str, Any] | None = None
     workload: Mapping[str, Any] | None = None
+    keda_hpa: Mapping[str, Any] | None = None
+    """The HorizontalPodAutoscaler KEDA made for the ScaledObject: its replica counts go to status."""
 
 
 @dataclass(frozen=True)
@@ -231,9 +233,10 @@ def status_entry(inputs: Inputs, desired: Desired, old: Mapping[str, Any], now: 
     live = {autoscaling.KEDA: inputs.scaled_object, autoscaling.HPA: inputs.hpa}.get(klass or "")
     if live is not None and auto.get("managedBy") == "ome":
         live_status = live.get("status") or {}
+        counts = live_status if klass == autoscaling.HPA else ((inputs.keda_hpa or {}).get("status") or {})
         for key in HPA_STATUS_FIELDS:
-            if live_status.get(key):
-                auto[key] = live_status[key]
+            if counts.get(key):
+                auto[key] = counts[key]
         since = live_status.get("lastScaleTime") or live_status.get("lastActiveTime")
         if since:
             auto["lastScaleTime"] = since

@@ -137,11 +137,16 @@ class AutoscalerReconciler:
     async def _component(self, isvc: Obj, component: component_reader.Component) -> Obj:
         plan = component.plan
         namespace, name = isvc["metadata"]["namespace"], isvc["metadata"]["name"]
+        scaled_object = self._scaled_object(namespace, scalers.scaled_object_name(name, plan.component))
+        keda_hpa = None
+        if scaled_object is not None:
+            keda_name = scalers.keda_hpa_name(scaled_object)
+            keda_hpa = self._reader.get_or_none(resources.HPAS, keda_name, namespace)
         inputs = deciding.inputs_for(
             isvc, plan, component.runtime_component,
             policy=self._policy(isvc, component),
             hpa=self._reader.get_or_none(resources.HPAS, scalers.hpa_name(name, plan.component), namespace),
-            scaled_object=self._scaled_object(namespace, scalers.scaled_object_name(name, plan.component)),
+            scaled_object=scaled_object, keda_hpa=keda_hpa,
             pdb=self._reader.get_or_none(resources.PDBS, plan.name, namespace),
             workload=self._workload(plan.mode, plan.name, namespace),
         )

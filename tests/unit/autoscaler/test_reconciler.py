@@ -344,3 +344,25 @@ async def test_inline_block_shadows_the_policy() -> None:
     assert (auto["specSource"], auto["shadowedPolicyRef"], auto["conditions"][0]["reason"]) == (
         "isvc", {"name": "queue-depth"}, "InlinePrecedence")
     assert _names(world, r.HPAS) == {"llama-engine"}
+
+
+async def test_keda_status_takes_counts_from_the_hpa_keda_made_and_the_scaled_object_conditions() -> None:
+    world = World()
+    _put_isvc(world, engine={"autoscaler": {"class": "KEDA", "keda": {"triggers": [TRIGGER]}}})
+    reconciler = _reconciler(world)
+    await reconciler.reconcile(REQ)
+    so = world.get_or_none(scalers.SCALED_OBJECTS, "scaledobject-llama-engine", "demo")
+    assert so is not None
+    so["status"] = {"hpaName": "keda-hpa-scaledobject-llama-engine", "lastActiveTime": "2026-01-01T00:04:00Z",
+                    "conditions": [{"type": "Active", "status": "False", "reason": "ScalerNotActive",
+                                    "message": "no trigger is active"}]}
+    world.put(r.HPAS, {"metadata": {"name": "keda-hpa-scaledobject-llama-engine", "namespace": "demo"},
+                       "status": {"currentReplicas": 2, "desiredReplicas": 1}})
+    await reconciler.reconcile(REQ)
+    auto = _entry(world)["autoscaler"]
+    assert (auto["currentReplicas"], auto["desiredReplicas"], auto["lastScaleTime"]) == (
+        2, 1, "2026-01-01T00:04:00Z")
+    assert [(c["type"], c["reason"]) for c in auto["conditions"]] == [("Active", "ScalerNotActive")]
+    assert scalers.keda_hpa_name({"metadata": {"name": "so"}}) == "keda-hpa-so"
+    assert scalers.keda_hpa_name({"metadata": {"name": "so"}, "spec": {"advanced": {
+        "horizontalPodAutoscalerConfig": {"name": "mine"}}}}) == "mine"
