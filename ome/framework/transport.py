@@ -195,7 +195,10 @@ class Transport:
                 delay = policy.delay(method, error, attempt, idempotent=idempotent)
                 if delay is None:
                     raise
-                _log.info(
+                # The server asking us to wait is worth a line; a dropped connection retried is routine
+                # (client-go logs its retries at verbosity 4).
+                emit = _log.info if error.retry_after is not None else _log.debug
+                emit(
                     "Retrying request", method=method, path=path, status=error.status, reason=error.reason,
                     delay=round(delay, 3), attempt=attempt,
                 )  # fmt: skip
