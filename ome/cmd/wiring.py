@@ -127,7 +127,8 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
                                     max_concurrent_reconciles=settings.inferenceservice_workers,
                                     revision_retention=settings.revision_retention,
                                     revision_grace=settings.revision_grace,
-                                    config_source=source, routing_facts=settings.routing)
+                                    config_source=source, routing_facts=settings.routing,
+                                    pod_monitor_served=settings.pod_monitor_served)
     if settings.inferencereplica_controller:
         replica = dataclasses.replace(settings.replica_settings(),
                                       max_concurrent_reconciles=settings.inferencereplica_workers)

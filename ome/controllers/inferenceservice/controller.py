@@ -71,6 +71,7 @@ def add_to_manager(
     revision_grace: timedelta = revision_gc.DEFAULT_GRACE,
     config_source: ConfigSource | None = None,
     routing_facts: routing.RoutingFacts | None = None,
+    pod_monitor_served: bool = False,
 ) -> Controller:
     """Register the controller; `lws_served` says whether the LeaderWorkerSet CRD is served
     (check it once at startup with `client.is_served(resources.LEADER_WORKER_SETS)`). Runtime revisions
@@ -85,6 +86,7 @@ def add_to_manager(
         config_namespace=config_namespace,
         config_source=config_source,
         routing_facts=routing_facts,
+        pod_monitor_served=pod_monitor_served,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     spec_or_meta = predicates.or_(

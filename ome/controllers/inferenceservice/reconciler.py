@@ -53,6 +53,7 @@ from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.resources import Resource
 from ome.resolution import (
     accelerators,
+    component_podmonitor,
     components,
     fine_tuned,
     ingress,
@@ -144,8 +145,10 @@ class InferenceServiceReconciler:
         config_namespace: str = "ome",
         config_source: ConfigSource | None = None,
         routing_facts: routing.RoutingFacts | None = None,
+        pod_monitor_served: bool = False,
     ) -> None:
         self._config_source = config_source
+        self._pod_monitor_served = pod_monitor_served
         self.routing = routing.Routing(reader, recorder, routing_facts or routing.RoutingFacts())
         self._reader = reader
         self._writer = writer
@@ -154,7 +157,8 @@ class InferenceServiceReconciler:
         self._lws_served = lws_served
         self._clock = clock
         self.revisions = runtime_pinning.Revisions(reader, config_namespace)
-        self.children = CHILD_RESOURCES + ((resources.LEADER_WORKER_SETS,) if lws_served else ())
+        self.children = (CHILD_RESOURCES + ((resources.LEADER_WORKER_SETS,) if lws_served else ())
+                         + ((component_podmonitor.POD_MONITORS,) if pod_monitor_served else ()))
 
     @property
     def _config(self) -> InferenceServiceConfig:
@@ -396,6 +400,8 @@ class InferenceServiceReconciler:
                     "Failed to reconcile component", component=plan.component, mode=plan.mode, error=str(exc)
                 )
                 return done, ComponentError(str(exc))
+            if self._pod_monitor_served and plan.mode in component_podmonitor.MODES:
+                desired = [*desired, component_podmonitor.render(isvc, plan)]
             for obj in desired:
                 await converge.converge(self._writer, obj, self._cached(obj))
             done.append(plan)
