@@ -120,7 +120,10 @@ def compute(isvc: Mapping[str, Any], observed: Observed, config: InferenceServic
         cond = workload_condition(plan, workload)
         conds[cond.type] = cond
         replica = (plan.name, workload) if plan.mode == modes.OMENATIVE else None
-        if entry := _component_status(isvc, plan.component, cond, config, replica):
+        entry = _component_status(isvc, plan.component, cond, config, replica)
+        if plan.mode == modes.RAW_DEPLOYMENT:  # what an autoscaler of the component scales
+            entry["scaleTargetRef"] = {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name}
+        if entry:
             components[plan.component] = entry
     for ref in observed.refs:
         cond = ref_condition(ref)
