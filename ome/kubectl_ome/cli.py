@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, Final
 
-from ome.framework import errors
+import structlog
+
+from ome.framework import errors, log_setup
 from ome.kubectl_ome import (
     cmd_instance,
     cmd_migration,
@@ -128,7 +132,34 @@ def _write(stream: IO[str], text: str, *, colour: bool) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def quiet_logs() -> Iterator[None]:
+    """The framework's info logs (request retries, ...) stay off the CLI's stdout and stderr: only errors
+    from its loggers show, and whatever logging setup was in place comes back afterwards."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level, structlog.is_configured(), structlog.get_config())
+    if not saved[2]:
+        log_setup.configure_logging(format="console", level="error")
+    root.setLevel(max(root.level, logging.ERROR))
+    framework = logging.getLogger("ome")
+    level = framework.level
+    framework.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        framework.setLevel(level)
+        root.setLevel(saved[1])
+        if not saved[2]:
+            root.handlers[:] = saved[0]
+            structlog.reset_defaults()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with quiet_logs():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

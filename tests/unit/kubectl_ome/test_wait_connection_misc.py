@@ -276,3 +276,25 @@ async def test_logs_of_an_instance_by_runner_and_ordinal() -> None:
     with pytest.raises(CliError, match='no pods found for InferenceService "chat" in namespace "prod" '
                                        r"\(selector component=router,ome.io/inferenceservice=chat\)"):
         await args.handler(ctx, args)
+
+
+def test_framework_info_logs_stay_off_the_cli_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    import structlog
+
+    from ome.framework import log_setup
+
+    root = logging.getLogger()
+    saved = list(root.handlers), root.level
+    log_setup.configure_logging(format="json", level="debug")  # as a process that logs at debug would
+    try:
+        path = tmp_path / "config"
+        path.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", "http://127.0.0.1:1"))
+        assert main(["--kubeconfig", str(path), "instance", "list", "chat"]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.startswith("error: ") and captured.err.count("\n") == 1
+    finally:
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
+        structlog.reset_defaults()
