@@ -22,7 +22,9 @@ What a class changes on each of the component's pods (leader and worker included
 - resources: each of the class's `resources` (quantity default "1") as the runner's request and limit,
   unless the InferenceService sets the runner's resources itself;
 - node affinity: the class's `discovery.affinity.nodeAffinity`, unless the component sets an affinity or
-  the runtime sets a node affinity.
+  the runtime sets a node affinity;
+- the runtime's `acceleratorConfig` entry for the class (runtime_settings / apply_runtime_settings), on
+  the runner after the runtime and the InferenceService are merged.
 
 The InferenceService's status does not record the class, and no label or annotation names it: the pods'
 node selector shows which class a component got.
@@ -382,12 +384,15 @@ def apply(
     own_affinity: bool,
     own_resources: bool,
     node_selector: bool = True,
+    settings: Json | None = None,
 ) -> None:
     """Put the class on one pod spec; `own_*` are what the InferenceService itself sets for this pod.
 
     `container` is the runner's container in `pod_spec`. `node_selector` is False for merged fine-tuned
-    weights.
+    weights. `settings` is the runtime's acceleratorConfig entry for the class (runtime_settings).
     """
+    if settings:
+        apply_runtime_settings(container, settings)
     discovery = _dict(_dict(cls.get("spec")).get("discovery"))
     selector = {k: v for k, v in _dict(discovery.get("nodeSelector")).items() if isinstance(v, str)}
     if node_selector and selector:
@@ -399,6 +404,82 @@ def apply(
     affinity = _dict(pod_spec.get("affinity"))
     if node_affinity and not own_affinity and not affinity.get("nodeAffinity"):
         pod_spec["affinity"] = {**affinity, "nodeAffinity": copy.deepcopy(node_affinity)}
+
+
+# -- the runtime's settings for the class (serving-runtimes.md, "Per-accelerator configuration") ----------
+
+TP_FLAGS: Final = ("--tp-size", "--tp", "--tensor-parallel-size")
+PP_FLAGS: Final = ("--pp-size", "--pp", "--pipeline-parallel-size")
+
+
+def runtime_settings(
+    runtime_spec: Json | None, class_name: str, *, model_format: str = "", auto_selected: bool = False
+) -> Json | None:
+    """The `acceleratorConfig` entry for the class, from the supportedModelFormats entry that best matches
+    the model's format (only `autoSelect: true` entries when OME chose the runtime); None without one.
+    A key spelled unlike the class's name is ignored, as documented."""
+    entries = [_dict(e) for e in _list(_dict(runtime_spec).get("supportedModelFormats"))]
+    if auto_selected:
+        entries = [e for e in entries if e.get("autoSelect") is True]
+    configured = [
+        e for e in entries if isinstance(_dict(e.get("acceleratorConfig")).get(class_name), Mapping)
+    ]
+    if not configured:
+        return None
+    same_format = [e for e in configured if _dict(e.get("modelFormat")).get("name") == model_format]
+    chosen = (same_format or configured)[0]
+    return _dict(_dict(chosen.get("acceleratorConfig")).get(class_name))
+
+
+def apply_runtime_settings(container: Obj, settings: Json) -> None:
+    """tensorParallelismOverride rewrites an existing TP/PP flag (args, else command; never adds one);
+    runtimeArgsOverride replaces a flag's value in args or appends it; environmentOverride sets env vars
+    over the InferenceService's. dataParallelSize and minMemoryPerBillionParams have no effect (documented).
+    """
+    parallelism = _dict(settings.get("tensorParallelismOverride"))
+    for flags, key in ((TP_FLAGS, "tensorParallelSize"), (PP_FLAGS, "pipelineParallelSize")):
+        size = _int(parallelism.get(key))
+        if size is None or size <= 0:
+            continue
+        for field in ("args", "command"):
+            values = _strings(container.get(field))
+            if len(values) == len(_list(container.get(field))) and _rewrite_flag(values, flags, str(size)):
+                container[field] = values
+                break
+    overrides = _strings(settings.get("runtimeArgsOverride"))
+    if overrides:
+        args = _strings(container.get("args"))
+        for override in overrides:
+            flag, has_value, value = override.partition("=")
+            if not (has_value and flag.startswith("-") and _rewrite_flag(args, (flag,), value)) and (
+                override not in args
+            ):
+                args.append(override)
+        container["args"] = args
+    env_override = {k: v for k, v in _dict(settings.get("environmentOverride")).items() if isinstance(v, str)}
+    if env_override:
+        env = [
+            e
+            for e in _list(container.get("env"))
+            if not (isinstance(e, Mapping) and e.get("name") in env_override)
+        ]
+        container["env"] = env + [{"name": k, "value": v} for k, v in env_override.items()]
+
+
+def _rewrite_flag(values: list[str], flags: Sequence[str], value: str) -> bool:
+    """Set the value of the first of `flags` present (`--flag=v` or `--flag v`); False when none is."""
+    for i, item in enumerate(values):
+        name = item.split("=", 1)[0]
+        if name not in flags:
+            continue
+        if "=" in item:
+            values[i] = f"{name}={value}"
+        elif i + 1 < len(values):
+            values[i + 1] = value
+        else:
+            values.append(value)
+        return True
+    return False
 
 
 def _set_resources(container: Obj, entries: Sequence[Any]) -> None:

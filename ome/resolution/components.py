@@ -141,6 +141,9 @@ def build_plans(
             runtime_name=runtime_name,
             fine_tuned=fine_tuned,
             accelerator=(accelerators or {}).get(component),
+            accelerator_settings=_accelerator_settings(
+                isvc, runtime_spec, (accelerators or {}).get(component), model_facts
+            ),
             model_facts=model_facts,
         )
         for component in declared_components(isvc)
@@ -158,6 +161,7 @@ def build_plan(
     runtime_name: str | None = None,
     fine_tuned: FineTuned | None = None,
     accelerator: Mapping[str, Any] | None = None,
+    accelerator_settings: Mapping[str, Any] | None = None,
     model_facts: workload_metadata.ModelFacts | None = None,
 ) -> ComponentPlan:
     """Raises FineTunedError when fine-tuned weights are named but the config cannot serve them.
@@ -203,7 +207,15 @@ def build_plan(
         targets: list[tuple[Obj | None, str | None]] = [(base, None), (leader, "leader"), (worker, "worker")]
         for target, block in targets:
             if target is not None:
-                _apply_accelerator(target, merged, own, block, accelerator, node_selector=node_selector)
+                _apply_accelerator(
+                    target,
+                    merged,
+                    own,
+                    block,
+                    accelerator,
+                    node_selector=node_selector,
+                    settings=accelerator_settings,
+                )
     for pod_spec in pod_specs:
         pod_defaults.add_readiness_probe(pod_spec)
         if component == "router":  # as the Go manager does, whatever the spec names
@@ -232,6 +244,7 @@ def _apply_accelerator(
     accelerator: Mapping[str, Any],
     *,
     node_selector: bool,
+    settings: Mapping[str, Any] | None = None,
 ) -> None:
     """The class on one pod; what the InferenceService sets itself (component, then leader/worker) wins."""
     own_block = (own.get(block) or {}) if block is not None else {}
@@ -246,6 +259,25 @@ def _apply_accelerator(
         own_affinity=bool(own.get("affinity") or own_block.get("affinity")),
         own_resources=bool(own_runner.get("resources")),
         node_selector=node_selector,
+        settings=settings,
+    )
+
+
+def _accelerator_settings(
+    isvc: Mapping[str, Any],
+    runtime_spec: Mapping[str, Any],
+    accelerator: Mapping[str, Any] | None,
+    facts: workload_metadata.ModelFacts | None,
+) -> Mapping[str, Any] | None:
+    """The runtime's acceleratorConfig for the component's class; OME chose the runtime when none is named."""
+    if accelerator is None:
+        return None
+    named = ((isvc.get("spec") or {}).get("runtime") or {}).get("name")
+    return accelerator_classes.runtime_settings(
+        runtime_spec,
+        str((accelerator.get("metadata") or {}).get("name") or ""),
+        model_format=facts.format if facts is not None else "",
+        auto_selected=not named,
     )
 
 
