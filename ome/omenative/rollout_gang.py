@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from ome.omenative import rollout_plan as rp
 from ome.omenative import rollout_retry as retry
+from ome.omenative import rollout_types as rt
 from ome.omenative.pods_view import format_time
 from ome.omenative.revisions import RevisionData
 from ome.omenative.rollout_pods import RolloutPod
@@ -29,7 +30,7 @@ TARGET = "GangSurgeTarget"
 CLEANUP = "GangSurgeTargetCleanup"
 
 
-def free_index(rows: Mapping[int, rp.Row], pods: Mapping[int, list[RolloutPod]]) -> int:
+def free_index(rows: Mapping[int, rt.Row], pods: Mapping[int, list[RolloutPod]]) -> int:
     taken = set(rows) | {i for i, p in pods.items() if p}
     index = 0
     while index in taken:
@@ -37,14 +38,14 @@ def free_index(rows: Mapping[int, rp.Row], pods: Mapping[int, list[RolloutPod]])
     return index
 
 
-def start(inp: rp.Inputs, source: rp.Row, index: int) -> tuple[rp.Row, rp.Row]:
+def start(inp: rt.Inputs, source: rt.Row, index: int) -> tuple[rt.Row, rt.Row]:
     """The source's Update operation names the replacement's index; the replacement row claims it."""
-    op = rp.operation(inp, source, rp.SURGE)
+    op = rp.operation(inp, source, rt.SURGE)
     op["surgeIndex"] = index
     moving = {k: v for k, v in source.items() if k not in ("readySince", "operation")}
     moving.update(phase="Updating", targetRevision=inp.update_revision, operation=op)
     now = format_time(inp.now)
-    target_op: rp.Row = {
+    target_op: rt.Row = {
         "id": f"{index}-1-gang-surge-target",
         "type": "Update",
         "step": TARGET,
@@ -66,58 +67,58 @@ def start(inp: rp.Inputs, source: rp.Row, index: int) -> tuple[rp.Row, rp.Row]:
     return moving, target
 
 
-def is_target(row: rp.Row) -> bool:
+def is_target(row: rt.Row) -> bool:
     return (row.get("operation") or {}).get("step") in (TARGET, CLEANUP)
 
 
 def step(
-    inp: rp.Inputs,
-    source: rp.Row,
-    rows: Mapping[int, rp.Row],
+    inp: rt.Inputs,
+    source: rt.Row,
+    rows: Mapping[int, rt.Row],
     pods: Mapping[int, list[RolloutPod]],
     data: RevisionData,
     target_name: str,
     blocks: list[retry.Block],
-    out: rp.Plan,
-) -> tuple[rp.Row | None, rp.Row | None, list[retry.Block]]:
+    out: rt.Plan,
+) -> tuple[rt.Row | None, rt.Row | None, list[retry.Block]]:
     """(source, replacement, blocks) after one pass; None means the row goes."""
     op = source["operation"]
     index = int(op["surgeIndex"])
     target = rows.get(index)
     if target is None or (target.get("operation") or {}).get("step") != TARGET:
-        if op.get("step") == rp.SURGE_DRAIN and target is not None and target.get("phase") == "Ready":
+        if op.get("step") == rt.SURGE_DRAIN and target is not None and target.get("phase") == "Ready":
             return _drain_source(inp, source, target, pods, target_name, blocks, out)
         return _abandon(inp, source, target, pods, "ReplacementLost", target_name, blocks, out)
     replacement = [p for p in pods.get(index, []) if not p.view.terminating]
-    expected = rp.own_names(inp, index, data)
-    if op.get("step") == rp.SURGE:
+    expected = rt.own_names(inp, index, data)
+    if op.get("step") == rt.SURGE:
         target = rp.held_clock(inp, target, replacement)
         failure = rp.attempt_failure(inp, target, replacement, out)
         if failure is not None:
             return _abandon(inp, source, target, pods, failure, target_name, blocks, out)
         for name in sorted(expected - {p.name for p in pods.get(index, [])}):
             runner, ordinal = _runner_of(inp, index, name)
-            out.creates.append(rp.PodCreate(index, 1, rp.digest(target_name), runner, ordinal))
+            out.creates.append(rt.PodCreate(index, 1, rt.digest(target_name), runner, ordinal))
         current = [p for p in replacement if p.name in expected]
         rp.open_when_ready(current, len(expected), out)
         if len(current) < len(expected) or not rp.settled(inp, current, out) or inp.paused:
             return source, target, blocks
         source = {
             **source,
-            "operation": {**op, "step": rp.SURGE_DRAIN, "lastProgressAt": format_time(inp.now)},
+            "operation": {**op, "step": rt.SURGE_DRAIN, "lastProgressAt": format_time(inp.now)},
         }
     return _drain_source(inp, source, target, pods, target_name, blocks, out)
 
 
 def _drain_source(
-    inp: rp.Inputs,
-    source: rp.Row,
-    promoted: rp.Row,
+    inp: rt.Inputs,
+    source: rt.Row,
+    promoted: rt.Row,
     pods: Mapping[int, list[RolloutPod]],
     target_name: str,
     blocks: list[retry.Block],
-    out: rp.Plan,
-) -> tuple[rp.Row | None, rp.Row | None, list[retry.Block]]:
+    out: rt.Plan,
+) -> tuple[rt.Row | None, rt.Row | None, list[retry.Block]]:
     """Out of rotation, then deleted; the source row goes with its last pod, and the replacement is
     promoted (Ready on the target) in the same write."""
     left = pods.get(int(source["index"]), [])
@@ -136,15 +137,15 @@ def _drain_source(
 
 
 def _abandon(
-    inp: rp.Inputs,
-    source: rp.Row,
-    target: rp.Row | None,
+    inp: rt.Inputs,
+    source: rt.Row,
+    target: rt.Row | None,
     pods: Mapping[int, list[RolloutPod]],
-    failure: rp.Row | str,
+    failure: rt.Row | str,
     target_name: str,
     blocks: list[retry.Block],
-    out: rp.Plan,
-) -> tuple[rp.Row | None, rp.Row | None, list[retry.Block]]:
+    out: rt.Plan,
+) -> tuple[rt.Row | None, rt.Row | None, list[retry.Block]]:
     """The replacement failed: it is cleaned up, the source serves on, and the revision backs off."""
     op = source["operation"]
     index = int(op["surgeIndex"])
@@ -173,12 +174,12 @@ def _abandon(
     return back, cleanup, blocks
 
 
-def clean(target: rp.Row, pods: list[RolloutPod], out: rp.Plan) -> rp.Row | None:
+def clean(target: rt.Row, pods: list[RolloutPod], out: rt.Plan) -> rt.Row | None:
     """An abandoned replacement: delete its pods; the row goes with the last one."""
     out.deletes += [p.name for p in pods if not p.view.terminating]
     return target if pods else None
 
 
-def _runner_of(inp: rp.Inputs, index: int, name: str) -> tuple[str, int]:
+def _runner_of(inp: rt.Inputs, index: int, name: str) -> tuple[str, int]:
     runner, _, ordinal = name.removeprefix(f"{inp.base}-{inp.component}-{index}-").rpartition("-")
     return runner, int(ordinal)

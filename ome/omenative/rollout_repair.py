@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Final
 
 from ome.omenative import rollout_budget as budget
-from ome.omenative import rollout_plan as rp
+from ome.omenative import rollout_types as rt
 from ome.omenative.pods_view import format_time
 from ome.omenative.rollout_pods import RolloutPod
 
@@ -26,14 +26,14 @@ WEDGED: Final = frozenset(
 HELD_ENTRY: Final = "RepairHeld"
 
 
-def wedged(inp: rp.Inputs, row: rp.Row, pods: list[RolloutPod]) -> RolloutPod | None:
+def wedged(inp: rt.Inputs, row: rt.Row, pods: list[RolloutPod]) -> RolloutPod | None:
     """The row's first pod stuck in a state that does not clear, older than the grace."""
     if inp.stuck_grace is None:
         return None
-    data = inp.revisions.get(rp.digest(row.get("runningRevision") or ""))
+    data = inp.revisions.get(rt.digest(row.get("runningRevision") or ""))
     if data is None:
         return None
-    mine = rp.own_names(inp, int(row["index"]), data, rp.active(row))
+    mine = rt.own_names(inp, int(row["index"]), data, rt.active(row))
     for pod in sorted(pods, key=lambda p: p.name):
         if pod.name not in mine or pod.view.terminating or pod.waiting_reason not in WEDGED:
             continue
@@ -44,18 +44,18 @@ def wedged(inp: rp.Inputs, row: rp.Row, pods: list[RolloutPod]) -> RolloutPod | 
     return None
 
 
-def in_flight(rows: Mapping[int, rp.Row]) -> int:
+def in_flight(rows: Mapping[int, rt.Row]) -> int:
     """Instances restarting or out of service for an update (SurgeThenDrain updates keep serving)."""
     return sum(
         1
         for r in rows.values()
         if r.get("phase") == "Restarting"
-        or (rp.moving(r) and (r.get("operation") or {}).get("strategy") != budget.SURGE)
+        or (rt.moving(r) and (r.get("operation") or {}).get("strategy") != budget.SURGE)
     )
 
 
 def repair(
-    inp: rp.Inputs, rows: dict[int, rp.Row], pods: Mapping[int, list[RolloutPod]], out: rp.Plan
+    inp: rt.Inputs, rows: dict[int, rt.Row], pods: Mapping[int, list[RolloutPod]], out: rt.Plan
 ) -> None:
     if inp.stuck_grace is None or inp.freeze:
         return
@@ -81,7 +81,7 @@ def repair(
         out.rows[index] = rows[index] = restart(inp, row, pod, out)
 
 
-def restart(inp: rp.Inputs, row: rp.Row, pod: RolloutPod, out: rp.Plan) -> rp.Row:
+def restart(inp: rt.Inputs, row: rt.Row, pod: RolloutPod, out: rt.Plan) -> rt.Row:
     incarnation = int(row.get("incarnation") or 1) + 1
     reason = pod.waiting_reason or "CrashLoopBackOff"
     out.events.append(
@@ -93,10 +93,10 @@ def restart(inp: rp.Inputs, row: rp.Row, pod: RolloutPod, out: rp.Plan) -> rp.Ro
         )
     )
     now = format_time(inp.now)
-    failure: rp.Row = {"podName": pod.name, "reason": reason, "time": now}
+    failure: rt.Row = {"podName": pod.name, "reason": reason, "time": now}
     if pod.container:
         failure["containerName"] = pod.container
-    op: rp.Row = {
+    op: rt.Row = {
         "id": f"{row['index']}-{incarnation}-restart",
         "type": "Restart",
         "step": "Drain",
@@ -110,7 +110,7 @@ def restart(inp: rp.Inputs, row: rp.Row, pod: RolloutPod, out: rp.Plan) -> rp.Ro
     return new
 
 
-def _held(inp: rp.Inputs, row: rp.Row, reason: str, out: rp.Plan) -> None:
+def _held(inp: rt.Inputs, row: rt.Row, reason: str, out: rt.Plan) -> None:
     """RepairHeld, once per episode (stamped in the row's `announced`)."""
     announced = list(row.get("announced") or [])
     if HELD_ENTRY in announced:
@@ -126,7 +126,7 @@ def _held(inp: rp.Inputs, row: rp.Row, reason: str, out: rp.Plan) -> None:
     out.rows[int(row["index"])] = {**row, "announced": sorted({*announced, HELD_ENTRY})}
 
 
-def _wake(inp: rp.Inputs, row: rp.Row, pods: list[RolloutPod], out: rp.Plan) -> None:
+def _wake(inp: rt.Inputs, row: rt.Row, pods: list[RolloutPod], out: rt.Plan) -> None:
     """Wake when a stuck pod passes the grace (no polling)."""
     if inp.stuck_grace is None:
         return

@@ -42,6 +42,7 @@ from ome.omenative import (
     rollout_budget,
     rollout_inplace,
     rollout_plan,
+    rollout_types,
     status,
     teardown,
 )
@@ -138,7 +139,7 @@ class InstanceRolloutReconciler:
 
     def _inputs(
         self, replica: Obj, update: str, known: Mapping[str, RevisionData], raw: list[Obj]
-    ) -> rollout_plan.Inputs:
+    ) -> rollout_types.Inputs:
         meta, spec, prev = replica["metadata"], replica["spec"], replica.get("status") or {}
         lifecycle = spec.get("lifecycle") or {}
         strategy = rollout_budget.effective(
@@ -146,7 +147,7 @@ class InstanceRolloutReconciler:
         )
         pods = [p for one in raw if (p := rollout_pod(one)) is not None]
         own = parse_duration(lifecycle.get("instanceReadyTimeout"))  # "0s" counts as unset
-        return rollout_plan.Inputs(
+        return rollout_types.Inputs(
             namespace=meta["namespace"],
             replica=meta["name"],
             base=names.base_name(replica),
@@ -173,7 +174,7 @@ class InstanceRolloutReconciler:
 
     # -- status -------------------------------------------------------------------------------
 
-    async def _write_status(self, replica: Obj, plan: rollout_plan.Plan) -> Obj:
+    async def _write_status(self, replica: Obj, plan: rollout_types.Plan) -> Obj:
         """The new rows, retry blocks and hold; the replica as written (or as cached when unchanged)."""
         prev = replica.get("status") or {}
         rows = {int(r["index"]): r for r in status.rows_of(prev)}
@@ -238,7 +239,7 @@ class InstanceRolloutReconciler:
         self._recent[key] = now
         return False
 
-    async def _act(self, replica: Obj, plan: rollout_plan.Plan, known: Mapping[str, RevisionData]) -> None:
+    async def _act(self, replica: Obj, plan: rollout_types.Plan, known: Mapping[str, RevisionData]) -> None:
         """Pod writes, each kind together: evictions and drains, in-place patches, creations, gates."""
         ns = replica["metadata"]["namespace"]
         deletes = [n for n in sorted(set(plan.deletes)) if not self._fresh("delete", ns, n)]
@@ -263,7 +264,7 @@ class InstanceRolloutReconciler:
             self.writes += 1
 
     def _pod_body(
-        self, replica: Obj, create: rollout_plan.PodCreate, known: Mapping[str, RevisionData]
+        self, replica: Obj, create: rollout_types.PodCreate, known: Mapping[str, RevisionData]
     ) -> Obj:
         data = known[create.revision_hash]
         spec = replica["spec"]
@@ -314,7 +315,7 @@ class InstanceRolloutReconciler:
 
     # -- events and annotations -----------------------------------------------------------------
 
-    async def _announce(self, replica: Obj, plan: rollout_plan.Plan) -> None:
+    async def _announce(self, replica: Obj, plan: rollout_types.Plan) -> None:
         if self._recorder is None or not plan.events:
             return
         target = await self._event_target(replica)
