@@ -10,7 +10,9 @@ from typing import Any, Final
 
 from ome.framework import errors
 from ome.framework.resources import HPAS, INFERENCE_REPLICAS, SCALED_OBJECTS
-from ome.kubectl_ome import fetch, guarded, rollout_report
+from ome.kubectl_ome import autoscale_explain as autoscale_explain_report
+from ome.kubectl_ome import effective, fetch, guarded, rollout_report
+from ome.kubectl_ome.connection import add_ome_namespace
 from ome.kubectl_ome.context import (
     PROMOTE,
     ROLLBACK,
@@ -115,6 +117,7 @@ def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     add_name(p)
     add_output(p, OUTPUTS_NO_WIDE)
+    add_ome_namespace(p)
     p.set_defaults(handler=autoscale_explain)
     p = add_command(
         commands,
@@ -360,47 +363,19 @@ async def autoscale_status(ctx: Ctx, args: argparse.Namespace) -> str:
     return format_table(("FIELD", "SERVICE", "ENGINE", "DECODER", "ROUTER"), rows)
 
 
-def explain_rows(isvc: Mapping[str, Any]) -> list[list[str]]:
-    """COMPONENT, LAYER, CLASS, REPORTED, MATCH: which layer supplies each component's autoscaler."""
-    spec = isvc.get("spec") or {}
-    annotations = annotations_of(isvc)
-    components = (isvc.get("status") or {}).get("components") or {}
-    rows = []
-    for comp in COMPONENTS:
-        body = spec.get(comp)
-        if body is None:
-            continue
-        if (body or {}).get("autoscaler"):
-            layer, cls = "isvc", str(((body or {}).get("autoscaler") or {}).get("class") or "HPA")
-        elif (body or {}).get("autoscalerPolicyRef"):
-            layer, cls = "policy", "Unresolved"
-        elif annotations.get("ome.io/autoscalerClass"):
-            layer, cls = (
-                "legacy",
-                str(annotations["ome.io/autoscalerClass"]).upper().replace("EXTERNAL", "External"),
-            )
-        else:
-            layer, cls = "default", "HPA"
-        reported = ((components.get(comp) or {}).get("autoscaler") or {}).get("class")
-        match = "Unknown" if not reported else ("Match" if reported == cls else "Differ")
-        rows.append([comp, layer, cls, str(reported or "-"), match])
-    return rows
-
-
 async def autoscale_explain(ctx: Ctx, args: argparse.Namespace) -> str:
     isvc = await read_isvc(ctx.client, args.name, ctx.namespace)
-    rows = explain_rows(isvc)
+    runtime = await fetch.read_runtime(ctx.client, isvc)
+    state, columns, service = autoscale_explain_report.explain(
+        isvc, runtime.obj, effective.component_modes(isvc, runtime.obj)
+    )
     if args.output in ("json", "yaml"):
-        keys = ("component", "layer", "class", "reported", "match")
-        return render(
-            document(
-                "AutoscaleExplainReport",
-                {"components": [dict(zip(keys, r, strict=True)) for r in rows]},
-                metadata={"name": args.name, "namespace": ctx.namespace},
-            ),
-            args.output,
+        content = autoscale_explain_report.explain_document(state, columns, service)
+        doc = document(
+            "AutoscaleExplainReport", content, metadata={"name": args.name, "namespace": ctx.namespace}
         )
-    return format_table(("COMPONENT", "LAYER", "CLASS", "REPORTED", "MATCH"), rows or [["-"] * 5])
+        return render(doc, args.output)
+    return autoscale_explain_report.format_explain(columns, service, state)
 
 
 # --- scale --------------------------------------------------------------------------------------

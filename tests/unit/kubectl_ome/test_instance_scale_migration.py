@@ -197,3 +197,26 @@ def test_live_scaler_rows_from_an_hpa() -> None:
     keda = {"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     assert cmd_scale.scaler_rows("KEDA", keda) == {"SCALER-KIND": "KEDA", "SCALER-EVIDENCE": "Reported",
                                                    "SCALER-GEN": "Unproven", "SCALER-READY": "True"}
+
+
+def test_autoscale_explain_matches_the_docs_example() -> None:
+    from ome.kubectl_ome import autoscale_explain
+    from ome.kubectl_ome.effective import ComponentMode
+
+    raw = isvc()
+    raw["spec"]["runtime"] = {"name": "vllm"}
+    raw["status"]["components"]["engine"] = {
+        "autoscaler": {"class": "HPA", "specSource": "default", "managedBy": "ome", "currentReplicas": 2,
+                       "desiredReplicas": 2, "conditions": [{"type": "AbleToScale", "status": "True"}]},
+        "scaleTargetRef": {"kind": "Deployment", "name": "chat-engine"}}
+    modes = [ComponentMode("engine", "RawDeployment", "Default")]
+    state, columns, service = autoscale_explain.explain(raw, None, modes)
+    assert autoscale_explain.format_explain(columns, service, state) == \
+        (GOLDEN / "autoscale_explain.txt").read_text()
+    # On OMENative the expected target is the InferenceReplica; a Deployment report is a mismatch.
+    state, columns, _ = autoscale_explain.explain(raw, None, [ComponentMode("engine", "OMENative", "ServiceSpec")])
+    assert state == "Mismatch" and columns[0].values["WHY"] == "target-mismatch"
+    assert columns[0].values["EXPECTED-TARGET"] == "InferenceReplica/chat-engine"
+    raw["status"].pop("observedGeneration")
+    state, columns, _ = autoscale_explain.explain(raw, None, modes)
+    assert (state, columns[0].values["WHY"]) == ("Partial", "status-unobserved")
