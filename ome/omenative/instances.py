@@ -49,6 +49,8 @@ class Context:
     retry_max_delay: float = 1800.0
     paused: bool = False
     """spec.paused: no new Instance starts and a Pending one waits (one already Creating finishes)."""
+    replica: str = ""
+    """`namespace/name` of the InferenceReplica, for the messages that name it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,17 +271,21 @@ def check_deadline(
         return row
     if ctx.now >= deadline:
         failure = deadline_failure(ctx, expected or set(), list(pods))
-        out.events.append(
-            (
-                "Warning",
-                "InstanceFailed",
-                f"OMENative component={ctx.component} instance={row['index']} not ready before its deadline "
-                f"(pod {failure['podName']}: {failure['reason']})",
-            )
-        )
+        operation = row.get("operation") or {}
+        cause = (f"DeadlineExceeded: {operation.get('type', 'Create')}/{operation.get('step', '')} not Ready "
+                 f"by its deadline ({failure['reason']})")
+        out.events.append(("Warning", "InstanceFailed",
+                           instance_failed_message(ctx, int(row["index"]), failure["podName"], cause)))
         return {**row, "phase": "Failed", "lastFailure": failure}
     out.wake((deadline - ctx.now).total_seconds())
     return row
+
+
+def instance_failed_message(ctx: Context, index: int, pod: str, cause: str) -> str:
+    """The InstanceFailed warning (troubleshoot-an-inferenceservice.md §Instances fail): names the Instance
+    and its pod, and ends with the cause (a kubelet reason, `Unschedulable: ...`, `DeadlineExceeded: ...`)."""
+    return (f"InferenceReplica {ctx.replica} component={ctx.component} instance={index} escalated to "
+            f'Phase=Failed (pod="{pod}"): {cause}')
 
 
 def deadline_failure(ctx: Context, expected: set[str], pods: list[PodView]) -> Row:

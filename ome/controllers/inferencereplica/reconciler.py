@@ -279,6 +279,7 @@ class InferenceReplicaReconciler:
             retry_multiplier=self._settings.retry_multiplier,
             retry_max_delay=self._settings.retry_max_delay,
             paused=bool(spec.get("paused")),
+            replica=f"{replica['metadata'].get('namespace', '')}/{replica['metadata']['name']}",
         )
 
     def _ready_timeout(self, replica: Mapping[str, Any]) -> float | None:
@@ -557,7 +558,11 @@ class InferenceReplicaReconciler:
         # After the write: a once-only event is stamped in `announced` by the write that follows it.
         for type_, reason, message in plan.events:
             if self._recorder is not None:
-                self._recorder.event(replica, "Warning" if type_ == "Warning" else "Normal", reason, message)
+                # InstanceFailed is for the user: on the InferenceService, as documented (troubleshoot,
+                # Instances fail); a standalone replica has none and keeps it.
+                target = _parent_service(replica) if reason == "InstanceFailed" else None
+                self._recorder.event(target or replica, "Warning" if type_ == "Warning" else "Normal", reason,
+                                     message)
 
     async def _update_status(self, replica: Obj, new: Obj) -> None:
         """Write the status planned from `replica`. The status is the Instances' memory (phase,
@@ -632,3 +637,13 @@ def min_ready_seconds(replica: Mapping[str, Any]) -> int:
     if value is None:
         value = (spec.get("lifecycle") or {}).get("minReadySeconds")
     return int(value or 0)
+
+
+def _parent_service(replica: Mapping[str, Any]) -> Obj | None:
+    """The InferenceService owning a projected replica, as an event's involved object; None if standalone."""
+    meta = replica.get("metadata") or {}
+    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("kind") == "InferenceService"), None)
+    if owner is None:
+        return None
+    return {"apiVersion": owner.get("apiVersion", "ome.io/v1beta1"), "kind": "InferenceService",
+            "metadata": {"name": owner["name"], "namespace": meta.get("namespace"), "uid": owner.get("uid")}}
