@@ -220,3 +220,23 @@ def test_autoscale_explain_matches_the_docs_example() -> None:
     raw["status"].pop("observedGeneration")
     state, columns, _ = autoscale_explain.explain(raw, None, modes)
     assert (state, columns[0].values["WHY"]) == ("Partial", "status-unobserved")
+
+
+def test_instance_status_matches_the_docs_example() -> None:
+    from ome.kubectl_ome import instances
+    from ome.kubectl_ome.effective import ComponentMode
+    from ome.kubectl_ome.output import field_table
+
+    row = {"index": 0, "incarnation": 1, "phase": "Failed", "targetRevision": "chat-engine-6c4f8b1d",
+           "podCount": 1, "admitted": True,
+           "lastFailure": {"podName": "chat-engine-0-default-0", "containerName": "ome-container",
+                           "reason": "Error", "exitCode": 1, "time": "2026-09-14T20:52:31Z"}}
+    ir = replica(rows=[row])
+    report = instances.component_report(instances.ReplicaRead("engine", "chat-engine", ir))
+    failing = pod()
+    failing["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+                         "containerStatuses": [{"restartCount": 21}]}
+    event = {"reason": "BackOff", "count": 21, "involvedObject": {"name": "chat-engine-0-default-0"}}
+    rows = cmd_instance.instance_rows("engine", 0, ComponentMode("engine", "OMENative", "ServiceSpec"),
+                                      report, ir, [failing], [event])
+    assert field_table(rows, cmd_instance.STATUS_WIDTH) == (GOLDEN / "instance_status.txt").read_text()
