@@ -160,3 +160,22 @@ async def test_repin_refusals() -> None:
     reshaped["spec"]["rollout"]["groups"][0]["components"] = ["engine", "decoder"]
     with pytest.raises(CliError, match="rollout repin refused: live and pinned rollout topology differ"):
         await run(["rollout", "repin", "chat", "-n", "prod", "--yes"], cluster(reshaped))
+
+
+def test_history_matches_the_docs_example() -> None:
+    obj = isvc()
+    digest = "rp1:cca45ec1fb0f"
+    obj["status"]["components"]["engine"] = {"latestRolledoutRevision": "aaaaaaaa",
+                                             "latestReadyRevision": "bbbbbbbb",
+                                             "previousRolledoutRevision": "dddddddd"}
+    obj["status"]["rollout"] = {
+        "activeRun": {"runID": "chat-0123456789ab", "openedAt": "2026-08-31T18:00:00Z",
+                      "pinnedAt": "2026-08-31T18:30:00Z",
+                      "targetRevisions": [{"component": "engine", "revision": "cccccccc"}],
+                      "plan": {"groups": [{"source": "Inline", "portableDigest": digest,
+                                           "group": {"components": ["engine"]}}]}},
+        "lastRun": {"outcome": "Completed", "closedAt": "2026-08-31T17:00:00Z",
+                    "groups": [{"source": "Inline", "portableDigest": digest}]},
+        "groups": [{"index": 0, "source": "Inline", "observedDigest": digest}],
+    }
+    assert rollout_checks.format_history(obj) == (GOLDEN / "rollout_history.txt").read_text()
