@@ -82,14 +82,17 @@ Defaulter = Callable[[AdmissionRequest], Obj]
 """Returns the defaulted object; it receives a private copy, so it may mutate `request.obj` in place."""
 
 
-def validating(kind: str, rule: Validator) -> Handler:
-    """An AdmissionReview handler that denies with the rule's message, or allows with its warnings."""
+def validating(kind: str, rule: Validator, *, judges_delete: bool = False) -> Handler:
+    """An AdmissionReview handler that denies with the rule's message, or allows with its warnings.
+
+    Only CREATE and UPDATE reach the rule, and DELETE too with `judges_delete` (in-use guards)."""
+    judged = {CREATE, UPDATE, DELETE} if judges_delete else {CREATE, UPDATE}
 
     async def handle(review: admission.Review) -> admission.Review:
         uid = request_uid(review)
         try:
             request = parse(review, kind)
-            if request.operation != CREATE and request.operation != UPDATE:
+            if request.operation not in judged:
                 return admission.allowed(uid)
             outcome = rule(request)
         except MalformedRequest as exc:

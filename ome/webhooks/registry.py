@@ -24,6 +24,7 @@ from ome.webhooks import (
     inferencereplica_validation,
     inferenceservice_defaults,
     inferenceservice_validation,
+    policy_deletion,
     servingruntime_validation,
 )
 from ome.webhooks.handler import Handler, mutating, validating
@@ -57,16 +58,20 @@ class Webhook:
     path: str
     resource: Resource
     mutating: bool
+    operations: tuple[str, ...] = ("CREATE", "UPDATE")
 
 
 def _path(verb: str, res: Resource) -> str:
     return f"/{verb}-{res.group.replace('.', '-')}-{res.version}-{res.kind.lower()}"
 
 
-def _hook(res: Resource, *, is_mutating: bool) -> Webhook:
+def _hook(res: Resource, *, is_mutating: bool, operations: tuple[str, ...] = ("CREATE", "UPDATE")) -> Webhook:
     role = "defaulter" if is_mutating else "validator"
     name = f"{res.kind.lower()}.ome-webhook-server.{role}"
-    return Webhook(name, _path("mutate" if is_mutating else "validate", res), res, is_mutating)
+    return Webhook(name, _path("mutate" if is_mutating else "validate", res), res, is_mutating, operations)
+
+
+_WITH_DELETE: Final = ("CREATE", "UPDATE", "DELETE")
 
 
 WEBHOOKS: Final = (
@@ -78,6 +83,8 @@ WEBHOOKS: Final = (
     _hook(resources.CLUSTER_SERVING_RUNTIMES, is_mutating=False),
     _hook(resources.INFERENCE_REPLICAS, is_mutating=False),
     _hook(resources.BENCHMARK_JOBS, is_mutating=False),
+    _hook(resources.AUTOSCALER_POLICIES, is_mutating=False, operations=_WITH_DELETE),
+    _hook(resources.ROLLOUT_POLICIES, is_mutating=False, operations=_WITH_DELETE),
 )
 
 
@@ -98,6 +105,16 @@ def handlers(reader: inferenceservice_validation.Reader) -> dict[str, Handler]:
         ),
         _path("validate", resources.BENCHMARK_JOBS): validating(
             resources.BENCHMARK_JOBS.kind, benchmarkjob_validation.validate
+        ),
+        _path("validate", resources.AUTOSCALER_POLICIES): validating(
+            resources.AUTOSCALER_POLICIES.kind,
+            partial(policy_deletion.validate_autoscaler_policy, reader=reader),
+            judges_delete=True,
+        ),
+        _path("validate", resources.ROLLOUT_POLICIES): validating(
+            resources.ROLLOUT_POLICIES.kind,
+            partial(policy_deletion.validate_rollout_policy, reader=reader),
+            judges_delete=True,
         ),
     }
     for res in (sr, csr):
@@ -176,7 +193,7 @@ def _entry(hook: Webhook, client_config: ClientConfig, namespace_selector: Mappi
             {
                 "apiGroups": [hook.resource.group],
                 "apiVersions": [hook.resource.version],
-                "operations": ["CREATE", "UPDATE"],
+                "operations": list(hook.operations),
                 "resources": [hook.resource.plural],
             }
         ],

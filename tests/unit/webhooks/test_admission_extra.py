@@ -271,3 +271,70 @@ def test_embeddings_take_only_the_two_number_form() -> None:
 def test_embeddings_without_scenarios_are_rejected() -> None:
     assert "trafficScenarios" in denied(run(BJ_PATH, "BenchmarkJob", job()))
     assert run(BJ_PATH, "BenchmarkJob", job(task="text-to-text"))["allowed"] is True
+
+
+# -- AutoscalerPolicy / RolloutPolicy in-use delete protection (row B26) ---------------------------------
+
+ASP_PATH = "/validate-ome-io-v1beta1-autoscalerpolicy"
+RP_PATH = "/validate-ome-io-v1beta1-rolloutpolicy"
+ISVCS = resources.INFERENCE_SERVICES
+
+
+def policy(kind: str, name: str, **annotations: str) -> Obj:
+    meta: Obj = {
+        "name": name,
+        "namespace": "llama-demo",
+        **({"annotations": annotations} if annotations else {}),
+    }
+    return {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": meta, "spec": {}}
+
+
+def delete(path: str, obj: Obj, reader: FakeReader) -> Obj:
+    return call(registry.handlers(reader)[path], review(obj["kind"], None, old=obj, operation="DELETE"))
+
+
+def test_docs_autoscaler_policy_in_use_delete_message() -> None:
+    svc = isvc("llama-3-2-1b-instruct", "llama-demo", engine={"autoscalerPolicyRef": {"name": "queue-depth"}})
+    other = isvc("other", "llama-demo", engine={"autoscalerPolicyRef": {"name": "cpu-60"}})
+    elsewhere = isvc("x", "another-ns", engine={"autoscalerPolicyRef": {"name": "queue-depth"}})
+    reader = FakeReader((ISVCS, svc), (ISVCS, other), (ISVCS, elsewhere))
+    message = denied(delete(ASP_PATH, policy("AutoscalerPolicy", "queue-depth"), reader))
+    assert message == (
+        'AutoscalerPolicy "queue-depth" is referenced by 1 component(s): llama-3-2-1b-instruct/engine; remove the '
+        'refs first, or set the ome.io/allow-in-use-delete="true" annotation to force deletion'
+    )
+    forced = policy("AutoscalerPolicy", "queue-depth", **{"ome.io/allow-in-use-delete": "true"})
+    assert delete(ASP_PATH, forced, reader)["allowed"] is True
+    assert delete(ASP_PATH, policy("AutoscalerPolicy", "unused"), reader)["allowed"] is True
+
+
+def test_docs_rollout_policy_in_use_delete_message_names_at_most_ten() -> None:
+    group = {"components": ["engine"], "policyRef": {"name": "canary-strict", "progression": "canary"}}
+    reader = FakeReader((ISVCS, isvc("llama-chat", "llama-demo", rollout={"groups": [group]})))
+    message = denied(delete(RP_PATH, policy("RolloutPolicy", "canary-strict"), reader))
+    assert message == (
+        'RolloutPolicy "canary-strict" is referenced by 1 InferenceService(s): llama-chat; remove the refs first, '
+        'or set the ome.io/allow-in-use-delete="true" annotation to force deletion'
+    )
+    for i in range(11):
+        reader.put(ISVCS, isvc(f"svc-{i:02d}", "llama-demo", rollout={"groups": [group]}))
+    message = denied(delete(RP_PATH, policy("RolloutPolicy", "canary-strict"), reader))
+    assert "referenced by 12 InferenceService(s): llama-chat, svc-00," in message
+    assert "svc-08 and 2 more; remove the refs first" in message
+
+
+def test_a_service_being_deleted_no_longer_holds_the_policy() -> None:
+    svc = isvc("going", "llama-demo", engine={"autoscalerPolicyRef": {"name": "queue-depth"}})
+    svc["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    reader = FakeReader((ISVCS, svc))
+    assert delete(ASP_PATH, policy("AutoscalerPolicy", "queue-depth"), reader)["allowed"] is True
+
+
+def test_policy_webhooks_are_registered_for_delete() -> None:
+    _, validating = registry.webhook_configurations(registry.service_client_config())
+    by_name = {h["name"]: h for h in validating["webhooks"]}
+    for name in (
+        "autoscalerpolicy.ome-webhook-server.validator",
+        "rolloutpolicy.ome-webhook-server.validator",
+    ):
+        assert by_name[name]["rules"][0]["operations"] == ["CREATE", "UPDATE", "DELETE"]

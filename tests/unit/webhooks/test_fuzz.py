@@ -36,13 +36,19 @@ KINDS = [
     "InferenceReplica",
     "BenchmarkJob",
     "Pod",
+    "AutoscalerPolicy",
+    "RolloutPolicy",
     7,
     None,
 ]
 
 # What a decoded request can hold: orjson turns integers beyond 64 bits into floats.
 json_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(allow_nan=False), st.text(max_size=20)
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**64 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
 )
 json_value = st.recursive(
     json_leaf,
@@ -105,7 +111,7 @@ KIND_OF_PATH = {path: next(k for k in KINDS if isinstance(k, str) and path.endsw
 
 
 def expected(path: str, body: Any) -> str:
-    """"malformed", "pass" (DELETE or CONNECT: nothing to check) or "judged", from the admission contract."""
+    """ "malformed", "pass" (DELETE or CONNECT: nothing to check) or "judged", from the admission contract."""
     request = body.get("request") if isinstance(body, dict) else None
     if not isinstance(request, dict):
         return "malformed"
@@ -121,12 +127,16 @@ def expected(path: str, body: Any) -> str:
             continue
         if not isinstance(value, dict):
             return "malformed"
-        if any(value.get(key) is not None and not isinstance(value[key], dict) for key in ("metadata", "spec")):
+        if any(
+            value.get(key) is not None and not isinstance(value[key], dict) for key in ("metadata", "spec")
+        ):
             return "malformed"
     if objects["object"] is None and (operation != "DELETE" or objects["oldObject"] is None):
         return "malformed"
     if operation == "UPDATE" and objects["oldObject"] is None:
         return "malformed"
+    if operation == "DELETE" and path.endswith("policy"):  # the in-use guards judge deletes
+        return "judged"
     return "pass" if operation in ("DELETE", "CONNECT") else "judged"
 
 
@@ -180,7 +190,9 @@ def test_an_unsupported_deployment_mode_gets_the_documented_message(mode: Any) -
     if mode in ("OMENative", "RawDeployment"):
         return
     obj = {"metadata": {"name": "x", "namespace": "demo"}, "spec": {"deploymentMode": mode}}
-    body = {"request": {"uid": "u", "kind": {"kind": "InferenceService"}, "operation": "CREATE", "object": obj}}
+    body = {
+        "request": {"uid": "u", "kind": {"kind": "InferenceService"}, "operation": "CREATE", "object": obj}
+    }
     answer = asyncio.run(HANDLERS["/validate-ome-io-v1beta1-inferenceservice"](body))["response"]
     assert answer["allowed"] is False and answer["status"]["code"] == 403
     assert answer["status"]["message"] == (
