@@ -71,6 +71,9 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("ome.io", "clusterbasemodels/status"): ("get", "update", "patch"),
     ("ome.io", "clusterbasemodels/finalizers"): ("update",),
     ("ome.io", "acceleratorclasses/status"): ("get", "update", "patch"),
+    ("batch", "jobs"): ("create",),  # benchmark Jobs: created once, never changed
+    ("ome.io", "benchmarkjobs/status"): ("get", "update", "patch"),
+    ("ome.io", "benchmarkjobs/finalizers"): ("update",),  # blockOwnerDeletion on the Job
 }
 
 # Grants on named objects (resourceNames), which the (apiGroup, resource) table above cannot express:

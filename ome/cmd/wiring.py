@@ -14,6 +14,7 @@ from ome.config.inferenceservice_config import ConfigError, InferenceServiceConf
 from ome.controllers.acceleratorclass import setup as acceleratorclass
 from ome.controllers.autoscaler import controller as autoscaler
 from ome.controllers.autoscaler.reconciler import Features as AutoscalerFeatures
+from ome.controllers.benchmarkjob import setup as benchmarkjob
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferenceservice import controller as inferenceservice
 from ome.controllers.inferenceservice import routing
@@ -145,6 +146,7 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
 
     nodeagent.add_to_manager(manager, config_namespace=settings.config_namespace)
     acceleratorclass.add_to_manager(manager)
+    benchmarkjob.add_to_manager(manager, config_namespace=settings.config_namespace)
 
 
 def add_webhooks(server: WebhookServer, manager: Manager, settings: Settings) -> None:

@@ -75,7 +75,7 @@ def test_disabled_inferencereplica_controller_is_not_added(monkeypatch: pytest.M
     added: list[str] = []
     for module, name in [("inferenceservice", "inferenceservice"), ("inferencereplica", "inferencereplica"),
                          ("autoscaler", "autoscaler"), ("instancerollout", "instancerollout"),
-                         ("acceleratorclass", "acceleratorclass")]:
+                         ("acceleratorclass", "acceleratorclass"), ("benchmarkjob", "benchmarkjob")]:
         monkeypatch.setattr(getattr(wiring, module), "add_to_manager",
                             lambda *a, _n=name, **k: added.append(_n))
     from ome.controllers import nodeagent
