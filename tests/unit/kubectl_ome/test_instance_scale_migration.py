@@ -4,6 +4,7 @@ against the docs' examples, and what each action writes or refuses."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -240,3 +241,17 @@ def test_instance_status_matches_the_docs_example() -> None:
     rows = cmd_instance.instance_rows("engine", 0, ComponentMode("engine", "OMENative", "ServiceSpec"),
                                       report, ir, [failing], [event])
     assert field_table(rows, cmd_instance.STATUS_WIDTH) == (GOLDEN / "instance_status.txt").read_text()
+
+
+async def test_migration_start_lookup_sends_nothing() -> None:
+    client = cluster(isvc(), replica(), [pod(0, "node-a")])
+    argv = ["migration", "start", "chat", "-n", "prod", "--component", "engine", "--instance", "0", "--reason", "r"]
+    out, _ = await run([*argv, "--yes", "-o", "json"], client)
+    request_id = json.loads(out)["requestID"]
+    sent = len(client.patches)
+    out, err = await run([*argv, "--request-id", request_id], client)  # no --yes needed: nothing is sent
+    assert len(client.patches) == sent and re.search(r"\nLookup only +true\n", err)
+    assert "Identical retained mailbox observed; no replay sent" in out and "applied         No" in out
+    other = "3f2a9c1e-7b4d-4c8e-9a6f-2d1b5e8c4a70"
+    with pytest.raises(Conflict):
+        await run([*argv, "--request-id", other], client)
