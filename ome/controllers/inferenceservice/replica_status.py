@@ -7,7 +7,7 @@ with the four reasons of the deployment-modes page (`Ready`, `MinimumAvailable`,
 `NoReplicas`).
 
 The minimum is the replica's desired Instances (never more than it runs, so a surge cannot raise it) less
-the maxUnavailable of its update strategy, rounded down for a percentage, or all of them when unset: the
+the maxUnavailable of its update strategy, rounded up for a percentage, or all of them when unset: the
 same minimum the replica's own Ready condition uses.
 """
 
@@ -80,7 +80,7 @@ def minimum(replica: Mapping[str, Any], total: int) -> int:
         return basis
     if isinstance(budget, str):
         text = budget.strip()
-        budget = math.floor(basis * int(text[:-1]) / 100) if text.endswith("%") else int(text)
+        budget = math.ceil(basis * int(text[:-1]) / 100) if text.endswith("%") else int(text)
     return max(basis - int(budget), 0)
 
 

@@ -25,10 +25,11 @@ def replica(total: int, ready: int, serving: int, *, desired: int | None = None,
     [
         (replica(2, 2, 2), ("True", "Ready", "All Instances are Ready")),
         (replica(2, 1, 1), ("False", "InsufficientAvailable", "1/2 Instances serving, need 2")),
-        (replica(10, 9, 9, budget="25%"), ("True", "MinimumAvailable", "9/10 Instances serving (min 8)")),
+        # 25% of 10 Instances is 3 (a percentage rounds up).
+        (replica(10, 9, 9, budget="25%"), ("True", "MinimumAvailable", "9/10 Instances serving (min 7)")),
         (
-            replica(10, 7, 7, budget="25%"),
-            ("False", "InsufficientAvailable", "7/10 Instances serving, need 8"),
+            replica(10, 6, 6, budget="25%"),
+            ("False", "InsufficientAvailable", "6/10 Instances serving, need 7"),
         ),
         (replica(10, 8, 8, budget=2), ("True", "MinimumAvailable", "8/10 Instances serving (min 8)")),
         # A surge runs more Instances than desired: the minimum follows the desired count.
