@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from ome.framework import resources
+from ome.api import resources
 from ome.framework.webhook_server import WebhookServer
 from ome.webhooks import registry, self_register
 

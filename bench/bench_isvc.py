@@ -22,8 +22,8 @@ import structlog
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ome.api import resources  # noqa: E402
 from ome.devcluster.crds import install_crds  # noqa: E402
-from ome.framework import resources  # noqa: E402
 from ome.framework.client import Client  # noqa: E402
 from ome.framework.reconcile import Request  # noqa: E402
 from tests.e2e.isvc_support import catalog, condition, running_manager  # noqa: E402

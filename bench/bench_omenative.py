@@ -12,12 +12,12 @@ import time
 import uuid
 from typing import cast
 
+from ome.api.resources import INFERENCE_REPLICAS, NAMESPACES
 from ome.controllers.inferencereplica import add_to_manager
 from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
 from ome.framework.reconcile import Request
-from ome.framework.resources import INFERENCE_REPLICAS, NAMESPACES
 from ome.omenative.settings import InferenceReplicaSettings
 
 TEMPLATE = {

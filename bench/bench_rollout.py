@@ -17,12 +17,12 @@ import time
 import uuid
 from typing import Any, cast
 
+from ome.api.resources import INFERENCE_REPLICAS, NAMESPACES, PODS
 from ome.controllers import inferencereplica, instancerollout
 from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
-from ome.framework.resources import INFERENCE_REPLICAS, NAMESPACES, PODS
 from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings
 

@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ome.api.resources import INFERENCE_REPLICAS, NAMESPACES, PODS, SERVICE_ACCOUNTS, Resource
 from ome.controllers.inferencereplica import add_to_manager
 from ome.devcluster.cluster import Cluster
 from ome.devcluster.crds import install_crds
@@ -38,7 +39,6 @@ from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.log_setup import configure_logging
 from ome.framework.manager import Manager, ManagerOptions
-from ome.framework.resources import INFERENCE_REPLICAS, NAMESPACES, PODS, SERVICE_ACCOUNTS, Resource
 from ome.omenative import status as ir_status
 from ome.omenative.settings import InferenceReplicaSettings
 

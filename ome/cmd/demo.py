@@ -25,10 +25,11 @@ from typing import IO, Any, Final
 
 import yaml
 
+from ome.api import resources
 from ome.devcluster import paths
 from ome.devcluster.cluster import Cluster, free_ports
 from ome.devcluster.crds import install_crds
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.webhooks import registry
 

@@ -1,8 +1,9 @@
 """Resource types the framework talks to, and their REST paths.
 
 A `Resource` is the static fact the client needs to build a URL (group, version, plural, scope) plus
-the kind it serves. There is no discovery: every type we touch is declared here, or registered by the
-caller with `register()`, so a typo fails at import time instead of as a 404 at runtime.
+the kind it serves. There is no discovery: every built-in type we touch is declared here, and the
+application registers its own kinds with `register()` (OME's are in ome/api/resources.py), so a typo
+fails at import time instead of as a 404 at runtime. The framework knows no application kind.
 """
 
 from __future__ import annotations
@@ -122,30 +123,6 @@ LEADER_WORKER_SETS: Final = Resource(
     "leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets", True, _STATUS_SCALE
 )
 
-# ome.io/v1beta1.
-OME_GROUP: Final = "ome.io"
-
-
-def _ome(kind: str, plural: str, namespaced: bool, sub: frozenset[str] = _STATUS) -> Resource:
-    return Resource(OME_GROUP, "v1beta1", kind, plural, namespaced, sub)
-
-
-INFERENCE_SERVICES: Final = _ome("InferenceService", "inferenceservices", True)
-INFERENCE_REPLICAS: Final = _ome("InferenceReplica", "inferencereplicas", True, _STATUS_SCALE)
-SERVING_RUNTIMES: Final = _ome("ServingRuntime", "servingruntimes", True)
-CLUSTER_SERVING_RUNTIMES: Final = _ome("ClusterServingRuntime", "clusterservingruntimes", False)
-BASE_MODELS: Final = _ome("BaseModel", "basemodels", True)
-CLUSTER_BASE_MODELS: Final = _ome("ClusterBaseModel", "clusterbasemodels", False)
-FINE_TUNED_WEIGHTS: Final = _ome("FineTunedWeight", "finetunedweights", False)
-ACCELERATOR_CLASSES: Final = _ome("AcceleratorClass", "acceleratorclasses", False)
-BENCHMARK_JOBS: Final = _ome("BenchmarkJob", "benchmarkjobs", True)
-AUTOSCALER_POLICIES: Final = _ome("AutoscalerPolicy", "autoscalerpolicies", True)
-ROLLOUT_POLICIES: Final = _ome("RolloutPolicy", "rolloutpolicies", True)
-ACCELERATOR_QUOTAS: Final = _ome("AcceleratorQuota", "acceleratorquotas", False)
-WORKLOAD_CLUSTERS: Final = _ome("WorkloadCluster", "workloadclusters", False)
-TRAFFIC_MAPS: Final = _ome("TrafficMap", "trafficmaps", True)
-
-
 _REGISTRY: dict[tuple[str, str], Resource] = {}
 
 
@@ -164,7 +141,7 @@ def resource_for(api_version: str, kind: str) -> Resource:
         return _REGISTRY[(api_version, kind)]
     except KeyError:
         raise KeyError(
-            f"unknown resource {api_version} {kind}: declare it in ome.framework.resources or register() it"
+            f"unknown resource {api_version} {kind}: declare it, or register() it before use"
         ) from None
 
 

@@ -9,8 +9,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from ome.api.resources import EVENTS, INFERENCE_REPLICAS, PODS
 from ome.framework import errors
-from ome.framework.resources import EVENTS, INFERENCE_REPLICAS, PODS
 from ome.kubectl_ome import effective, fetch, guarded, instances
 from ome.kubectl_ome.connection import add_ome_namespace
 from ome.kubectl_ome.context import (

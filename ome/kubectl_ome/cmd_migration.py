@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from ome.api.resources import CONFIGMAPS, INFERENCE_SERVICES, PODS
 from ome.framework import errors
-from ome.framework.resources import CONFIGMAPS, INFERENCE_SERVICES, PODS
 from ome.kubectl_ome import fetch, guarded
 from ome.kubectl_ome.context import (
     MIGRATION_PREFIX,

@@ -13,9 +13,10 @@ from typing import IO, Any, Final
 
 import aiohttp
 
-from ome.framework import errors, resources
+from ome.api import resources
+from ome.api.resources import DEPLOYMENTS, PODS, Resource
+from ome.framework import errors
 from ome.framework.client import Client
-from ome.framework.resources import DEPLOYMENTS, PODS, Resource
 from ome.kubectl_ome.connection import add_ome_namespace
 from ome.kubectl_ome.context import Ctx
 from ome.kubectl_ome.failures import CliError

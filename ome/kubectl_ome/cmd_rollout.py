@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ome.framework.resources import INFERENCE_SERVICES
+from ome.api.resources import INFERENCE_SERVICES
 from ome.kubectl_ome import fetch, guarded, instances, rollout_checks, rollout_report
 from ome.kubectl_ome.context import (
     PAUSED,

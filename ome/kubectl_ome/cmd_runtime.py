@@ -10,7 +10,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ome.framework import errors, resources
+from ome.api import resources
+from ome.framework import errors
 from ome.kubectl_ome import effective, explain, fetch, guarded
 from ome.kubectl_ome.connection import add_ome_namespace
 from ome.kubectl_ome.context import PAUSED, RUNTIME_SYNC, Ctx, read_for_action, read_isvc

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
+from ome.api.resources import HPAS, INFERENCE_REPLICAS, SCALED_OBJECTS
 from ome.framework import errors
-from ome.framework.resources import HPAS, INFERENCE_REPLICAS, SCALED_OBJECTS
 from ome.kubectl_ome import autoscale_explain as autoscale_explain_report
 from ome.kubectl_ome import effective, fetch, guarded, rollout_report
 from ome.kubectl_ome.connection import add_ome_namespace

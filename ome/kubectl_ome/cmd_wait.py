@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
 from ome.framework import errors
-from ome.framework.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
 from ome.kubectl_ome.connection import parse_duration
 from ome.kubectl_ome.context import RELEASE_HELD, RUNTIME_SYNC, Ctx
 from ome.kubectl_ome.failures import CliError, Unmet

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, Any
 
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_SERVICES
 from ome.framework import errors
 from ome.framework.client import Client
-from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_SERVICES
 from ome.kubectl_ome import effective, fetch
 from ome.kubectl_ome.connection import Connection
 from ome.kubectl_ome.effective import RuntimeRead

@@ -12,9 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ome.framework import errors
-from ome.framework.client import Client
-from ome.framework.resources import (
+from ome.api.resources import (
     CLUSTER_SERVING_RUNTIMES,
     EVENTS,
     INFERENCE_REPLICAS,
@@ -22,6 +20,8 @@ from ome.framework.resources import (
     PODS,
     SERVING_RUNTIMES,
 )
+from ome.framework import errors
+from ome.framework.client import Client
 from ome.kubectl_ome.effective import RuntimeRead, runtime_ref
 from ome.kubectl_ome.instances import REJECTED, SOURCE_UNAVAILABLE, ReplicaRead
 from ome.omenative.instance_names import ISVC_LABEL

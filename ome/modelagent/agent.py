@@ -27,8 +27,8 @@ from typing import Any, Protocol
 
 import structlog
 
+from ome.api.resources import BASE_MODELS, CLUSTER_BASE_MODELS, NODES, Resource
 from ome.framework.reconcile import Request, Result
-from ome.framework.resources import BASE_MODELS, CLUSTER_BASE_MODELS, NODES, Resource
 from ome.modelagent import prepare, staging
 from ome.modelagent.prepare import PrepareError, PrepareSettings, SecretReader
 from ome.modelagent.reporter import NodeReporter

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import structlog
 
+from ome.api import resources
 from ome.cmd import flags
-from ome.framework import errors, predicates, resources
+from ome.framework import errors, predicates
 from ome.framework.client import Client
 from ome.framework.controller import Controller
 from ome.framework.log_setup import configure_logging

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from ome.framework import resources
-from ome.framework.resources import Resource
+from ome.api import resources
+from ome.api.resources import Resource
 
 Obj = dict[str, Any]
 

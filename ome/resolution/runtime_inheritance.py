@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from ome.framework import resources
+from ome.api import resources
 from ome.resolution.merge import strategic_merge
 from ome.resolution.models import ResolutionError
 

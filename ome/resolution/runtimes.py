@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from ome.framework import resources
-from ome.framework.resources import Resource
+from ome.api import resources
+from ome.api.resources import Resource
 from ome.resolution import modes, runtime_inheritance
 from ome.resolution.models import ResolutionError, ResolvedModel
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from ome.framework import resources
+from ome.api import resources
+from ome.api.resources import Resource
 from ome.framework.cache import SharedCache
-from ome.framework.resources import Resource
 from ome.framework.webhook_server import WebhookServer
 from ome.webhooks import (
     benchmarkjob_validation,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from ome.framework import resources
+from ome.api import resources
 from ome.resolution import runtimes
 from ome.webhooks.loose import COMPONENTS, as_dict, as_list, dig, text
 

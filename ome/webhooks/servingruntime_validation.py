@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ome.framework import resources
+from ome.api import resources
 from ome.resolution import runtime_inheritance, runtimes
 from ome.webhooks import autoscaler_admission, runtime_presets
 from ome.webhooks.handler import AdmissionRequest, Outcome

@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.autoscaler import controller as autoscaler_controller
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.controller import Controller
 from ome.framework.manager import Manager, ManagerOptions

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources
 from ome.controllers.acceleratorclass import setup as acceleratorclass
 from ome.devcluster.nodes import GPU_PRODUCT
 from ome.devcluster.paths import bin_dir
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from tests.e2e.isvc_support import create_when_served, eventually, in_process_manager
 

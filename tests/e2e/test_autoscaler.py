@@ -20,13 +20,14 @@ from typing import Any
 import pytest
 import yaml
 
+from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
 from ome.controllers.autoscaler import controller as autoscaler
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferenceservice import controller as inferenceservice
 from ome.devcluster.crds import install_crds
 from ome.devcluster.paths import bin_dir
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.omenative.settings import InferenceReplicaSettings
 from ome.resolution import autoscaler_objects

@@ -18,9 +18,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.benchmarkjob import setup as benchmarkjob
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.models import labels as model_labels
 from tests.e2e.isvc_support import (

@@ -19,16 +19,16 @@ from typing import Any
 import pytest
 import yaml
 
-from ome.devcluster.paths import bin_dir
-from ome.framework import errors
-from ome.framework.client import Client
-from ome.framework.resources import (
+from ome.api.resources import (
     ACCELERATOR_QUOTAS,
     INFERENCE_REPLICAS,
     INFERENCE_SERVICES,
     Resource,
     resource_for,
 )
+from ome.devcluster.paths import bin_dir
+from ome.framework import errors
+from ome.framework.client import Client
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "config" / "samples"

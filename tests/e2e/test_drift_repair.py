@@ -7,8 +7,9 @@ import asyncio
 import contextlib
 from typing import Any
 
+from ome.api import resources
 from ome.controllers.inferenceservice import converge
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.reconcile import Request
 from tests.e2e.isvc_support import catalog, eventually, running_manager

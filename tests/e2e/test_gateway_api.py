@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
 from ome.controllers.inferenceservice import controller as isvc_controller
 from ome.controllers.inferenceservice import routing
 from ome.devcluster.crds import install_crds
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.controller import Controller
 from ome.framework.reconcile import Request

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ome.framework import errors, resources
+from ome.api import resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.reconcile import Request
 from tests.e2e.isvc_support import NODE, catalog, condition, eventually, running_manager

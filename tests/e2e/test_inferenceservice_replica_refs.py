@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers import inferencereplica
 from ome.controllers.inferenceservice import controller as isvc_controller
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.controller import Controller
 from ome.framework.reconcile import Request

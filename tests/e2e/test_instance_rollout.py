@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from ome.api.resources import CONTROLLER_REVISIONS, EVENTS, INFERENCE_REPLICAS, PODS
 from ome.controllers import inferencereplica, instancerollout
 from ome.devcluster.kwok_stages import PULL_FAILS
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
-from ome.framework.resources import CONTROLLER_REVISIONS, EVENTS, INFERENCE_REPLICAS, PODS
 from ome.omenative.rollout_retry import RetryPolicy
 from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from ome.api.resources import EVENTS, INFERENCE_REPLICAS, INFERENCE_SERVICES, SERVING_RUNTIMES
 from ome.framework.client import Client
-from ome.framework.resources import EVENTS, INFERENCE_REPLICAS, INFERENCE_SERVICES, SERVING_RUNTIMES
 from ome.omenative import columnar
 
 Obj = dict[str, Any]
@@ -202,7 +202,7 @@ async def test_missing_service_is_a_one_line_error(namespace: str, kubeconfig: P
 async def test_runtime_explain_ranks_the_runtimes_for_a_model(
     client: Client, namespace: str, kubeconfig: Path, ome_crds: list[str]
 ) -> None:
-    from ome.framework.resources import BASE_MODELS
+    from ome.api.resources import BASE_MODELS
 
     entry = {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"},
              "autoSelect": True}

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources
+from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
 from ome.controllers import inferencereplica
-from ome.framework import resources
 from ome.framework.client import Client
-from ome.framework.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
 from ome.kubectl_ome import guarded
 from ome.kubectl_ome.failures import Conflict
 from ome.omenative.settings import InferenceReplicaSettings

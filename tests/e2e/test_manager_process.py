@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 import yaml
 
+from ome.api import resources
 from ome.devcluster.cluster import free_ports
 from ome.devcluster.kubeapi import KubeApi, KubeApiError
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from tests.e2e.isvc_support import catalog, eventually
 

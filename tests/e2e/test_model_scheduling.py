@@ -9,7 +9,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from ome.framework import errors, resources
+from ome.api import resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.models import labels
 from tests.e2e.isvc_support import create_when_served, eventually, running_manager, runtime_body

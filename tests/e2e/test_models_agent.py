@@ -16,8 +16,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from ome.api import resources
 from ome.controllers import nodeagent
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.reconcile import Request
 from ome.models import labels

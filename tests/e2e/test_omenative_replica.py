@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from ome.api.resources import CONTROLLER_REVISIONS, ENDPOINT_SLICES, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.controllers.inferencereplica import add_to_manager
 from ome.devcluster import paths
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
 from ome.framework.reconcile import Request
-from ome.framework.resources import CONTROLLER_REVISIONS, ENDPOINT_SLICES, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.omenative.settings import InferenceReplicaSettings
 
 Obj = dict[str, Any]

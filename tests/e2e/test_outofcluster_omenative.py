@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources
 from ome.devcluster.cluster import free_ports
 from ome.devcluster.kubeapi import KubeApi
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.webhooks import registry, self_register
 from tests.e2e.isvc_support import catalog, condition, eventually

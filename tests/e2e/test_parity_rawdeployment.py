@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ome.api import resources
 from ome.devcluster.kubeapi import KubeApi
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from tests.e2e.isvc_support import catalog, eventually, running_manager
 from tests.e2e.test_manager_process import _service_account_kubeconfig, manager_rbac  # noqa: F401

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources
 from ome.cmd import wiring
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 from tests.e2e.isvc_support import condition, create_when_served, eventually, in_process_manager, runtime_body
 

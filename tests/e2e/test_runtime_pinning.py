@@ -10,8 +10,8 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+from ome.api import resources
 from ome.controllers.inferenceservice.revision_gc import RevisionGC
-from ome.framework import resources
 from ome.framework.client import Client
 from ome.framework.reconcile import Request
 from ome.resolution import runtime_revisions as rr

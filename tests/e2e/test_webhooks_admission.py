@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from ome.framework import errors, resources
+from ome.api import resources
+from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.webhook_server import WebhookServer

@@ -11,10 +11,11 @@ from typing import Any, Protocol
 
 import structlog
 
+from ome.api import resources
+from ome.api.resources import Resource
 from ome.controllers.acceleratorclass import matching
-from ome.framework import resources, timefmt
+from ome.framework import timefmt
 from ome.framework.reconcile import Request, Result
-from ome.framework.resources import Resource
 
 Obj = dict[str, Any]
 log = structlog.get_logger("acceleratorclass")

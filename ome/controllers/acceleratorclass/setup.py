@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from ome.api.resources import ACCELERATOR_CLASSES, NODES
 from ome.controllers.acceleratorclass.reconciler import AcceleratorClassStatusReconciler
 from ome.framework.controller import Controller
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.framework.resources import ACCELERATOR_CLASSES, NODES
 
 Obj = dict[str, Any]
 NAME: Final = "acceleratorclass"

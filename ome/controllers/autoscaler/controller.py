@@ -21,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Final
 
+from ome.api import resources
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.autoscaler.policy_status import PolicyStatusReconciler
 from ome.controllers.autoscaler.reconciler import AutoscalerReconciler, Features
 from ome.controllers.inferenceservice import runtime_pinning
-from ome.framework import predicates, resources
+from ome.framework import predicates
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.controller import Controller

@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.autoscaler.reconciler import FIELD_MANAGER, Reader, Writer, providers_of
-from ome.framework import resources
 from ome.framework.reconcile import Request, Result
 from ome.resolution import autoscaler_policy, autoscaling, modes
 

@@ -29,15 +29,16 @@ from typing import Any, Final, Protocol
 
 import structlog
 
+from ome.api import resources
+from ome.api.resources import Resource
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig, MetricProvider
 from ome.controllers.autoscaler import components as component_reader
 from ome.controllers.autoscaler import decide as deciding
 from ome.controllers.inferenceservice import converge, runtime_pinning
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
-from ome.framework.resources import Resource
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import autoscaler_policy, autoscaling, modes, naming
 from ome.resolution.autoscaling import PolicyHold

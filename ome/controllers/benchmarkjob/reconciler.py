@@ -13,10 +13,11 @@ from typing import Any, Final, Protocol
 
 import structlog
 
+from ome.api import resources
+from ome.api.resources import Resource
 from ome.controllers.benchmarkjob import builder, output_storage, states
-from ome.framework import errors, resources, timefmt
+from ome.framework import errors, timefmt
 from ome.framework.reconcile import Request, Result, RetryError
-from ome.framework.resources import Resource
 from ome.models import labels
 from ome.resolution import naming
 

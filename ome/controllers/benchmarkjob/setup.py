@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from ome.api.resources import BASE_MODELS, BENCHMARK_JOBS, CLUSTER_BASE_MODELS, INFERENCE_SERVICES, JOBS
 from ome.controllers.benchmarkjob import builder
 from ome.controllers.benchmarkjob.reconciler import BenchmarkJobReconciler
 from ome.framework.controller import Controller
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.framework.resources import BASE_MODELS, BENCHMARK_JOBS, CLUSTER_BASE_MODELS, INFERENCE_SERVICES, JOBS
 
 Obj = dict[str, Any]
 NAME: Final = "benchmarkjob"

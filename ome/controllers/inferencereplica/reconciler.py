@@ -27,15 +27,16 @@ from typing import Any, Final
 
 import structlog
 
+from ome.api import resources
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.config.durations import parse_duration
 from ome.controllers import drift
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectations
 from ome.framework.reconcile import Request, Result
-from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.omenative import instance_names as names
 from ome.omenative import (
     instances,

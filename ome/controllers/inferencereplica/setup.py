@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS, SERVICES
 from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
 from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder
 from ome.framework.handlers import EventType, Obj
 from ome.framework.manager import Manager
-from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS, SERVICES
 from ome.omenative import instance_names as names
 from ome.omenative import podmonitor
 from ome.omenative.settings import InferenceReplicaSettings

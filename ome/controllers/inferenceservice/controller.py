@@ -29,11 +29,12 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Final, Protocol
 
+from ome.api import resources
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import revision_gc, routing, runtime_pinning
 from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
-from ome.framework import predicates, resources, transforms
+from ome.framework import predicates, transforms
 from ome.framework.cache import SharedCache
 from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder

@@ -44,13 +44,14 @@ from typing import Any, Final, Literal, Protocol
 
 import structlog
 
+from ome.api import resources
+from ome.api.resources import Resource
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import converge, routing, runtime_pinning, status, ttl
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
-from ome.framework.resources import Resource
 from ome.resolution import (
     accelerators,
     component_podmonitor,

@@ -16,9 +16,10 @@ from typing import Final
 
 import structlog
 
+from ome.api import resources
 from ome.controllers.inferenceservice import converge
 from ome.controllers.inferenceservice.runtime_pinning import REVISION_SELECTOR, Lister, Revisions
-from ome.framework import errors, predicates, resources
+from ome.framework import errors, predicates
 from ome.framework.cache import SharedCache
 from ome.framework.controller import Controller
 from ome.framework.handlers import EventType, Obj

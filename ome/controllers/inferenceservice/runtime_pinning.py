@@ -14,10 +14,11 @@ from typing import Any, Final, Protocol
 
 import structlog
 
+from ome.api import resources
+from ome.api.resources import Resource
 from ome.controllers.inferenceservice import status
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.reconcile import Request, RetryError
-from ome.framework.resources import Resource
 from ome.resolution import runtime_revisions as rr
 
 Obj = dict[str, Any]

@@ -27,13 +27,13 @@ from typing import Any
 
 import structlog
 
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.durations import parse_duration
 from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
-from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.framework.store import OWNER_INDEX
 from ome.omenative import instance_names as names
 from ome.omenative import (

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder
 from ome.framework.manager import Manager
-from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS
 from ome.omenative import instance_names as names
 from ome.omenative.rollout_settings import RolloutSettings
 

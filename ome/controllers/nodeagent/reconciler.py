@@ -13,9 +13,10 @@ from typing import Any, Final, Protocol
 
 import structlog
 
-from ome.framework import errors, resources, timefmt
+from ome.api import resources
+from ome.api.resources import Resource
+from ome.framework import errors, timefmt
 from ome.framework.reconcile import Request, Result
-from ome.framework.resources import Resource
 from ome.models import labels, status, storage
 from ome.models.entries import Entry
 from ome.models.status import NodeReport

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from ome.api.resources import BASE_MODELS, CLUSTER_BASE_MODELS, CONFIGMAPS, NODES, PVCS
 from ome.controllers.nodeagent.reconciler import ModelStatusReconciler
 from ome.framework import transforms
 from ome.framework.cache import SharedCache
 from ome.framework.controller import Controller
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.framework.resources import BASE_MODELS, CLUSTER_BASE_MODELS, CONFIGMAPS, NODES, PVCS
 from ome.models import labels, status, storage
 
 Obj = dict[str, Any]

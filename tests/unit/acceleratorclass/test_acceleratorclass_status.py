@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ome.api import resources
+from ome.api.resources import Resource
 from ome.controllers.acceleratorclass import matching
 from ome.controllers.acceleratorclass.reconciler import AcceleratorClassStatusReconciler
 from ome.controllers.acceleratorclass.setup import _labels_or_capacity_changed, slim_node
-from ome.framework import resources
 from ome.framework.reconcile import Request
-from ome.framework.resources import Resource
 
 Obj = dict[str, Any]
 H100 = "NVIDIA-H100-80GB-HBM3"

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources as r
+from ome.api.resources import Resource
 from ome.config import inferenceservice_config as cfg
 from ome.controllers.autoscaler import reconciler as rec
-from ome.framework import resources as r
 from ome.framework.reconcile import Request
-from ome.framework.resources import Resource
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import models, runtimes
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld

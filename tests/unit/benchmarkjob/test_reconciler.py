@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources
+from ome.api.resources import Resource
 from ome.controllers.benchmarkjob.reconciler import NOT_READY_REQUEUE, BenchmarkJobReconciler
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.reconcile import Request, RetryError
-from ome.framework.resources import Resource
 from tests.unit.benchmarkjob.test_builder import MODEL, VLLM_POD, bench, isvc
 
 Obj = dict[str, Any]

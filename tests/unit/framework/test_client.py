@@ -16,7 +16,8 @@ import yaml
 from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config import incluster_config
 
-from ome.framework import certs, errors, resources, watch
+from ome.api import resources
+from ome.framework import certs, errors, watch
 from ome.framework.client import META_ACCEPT, META_LIST_ACCEPT, Client, fence_writes
 from ome.framework.transport import ClientSettings, RetryPolicy
 from tests.unit.framework.fake_apiserver import FakeApiServer

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ome.framework import resources
-from ome.framework.resources import Resource
+from ome.api import resources
+from ome.api.resources import Resource
 
 
 @pytest.mark.parametrize(
@@ -111,3 +111,19 @@ def test_register_is_idempotent_and_rejects_a_different_definition() -> None:
     assert resources.resource_for("example.com/v1", "Gizmo") == gadget
     with pytest.raises(ValueError, match="already registered"):
         resources.register(Resource("example.com", "v1", "Gizmo", "gizmoes", True))
+
+
+def test_the_framework_declares_no_application_kind() -> None:
+    """OME's kinds live in ome/api/resources.py; importing the framework alone registers none of them."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    code = (
+        "import ome.framework.resources as r, ome.framework.manager\n"
+        "print(sorted({x.group for x in r.registered()}))\n"
+        "import ome.api.resources as a\n"
+        "print(r.resource_for('ome.io/v1beta1', 'InferenceService') is a.INFERENCE_SERVICES)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert "ome.io" not in out[0]
+    assert out[1] == "True"

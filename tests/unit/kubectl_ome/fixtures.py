@@ -6,7 +6,7 @@ import argparse
 import copy
 from typing import Any
 
-from ome.framework.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS, SERVING_RUNTIMES
+from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS, SERVING_RUNTIMES
 from ome.kubectl_ome.cli import build_parser
 from tests.unit.kubectl_ome.fakes import FakeClient
 

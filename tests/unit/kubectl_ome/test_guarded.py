@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ome.api.resources import INFERENCE_SERVICES
 from ome.framework import errors
-from ome.framework.resources import INFERENCE_SERVICES
 from ome.kubectl_ome import guarded
 from ome.kubectl_ome.failures import CONFLICT, NOT_CONFIRMED, CliError, Conflict
 from ome.kubectl_ome.guarded import Terminal

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ome.framework.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
+from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
 from ome.kubectl_ome import cmd_instance, cmd_migration, cmd_scale
 from ome.kubectl_ome.failures import CONFLICT, CliError, Conflict
 from ome.kubectl_ome.table import format_table

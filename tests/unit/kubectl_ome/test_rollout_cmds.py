@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ome.framework.resources import INFERENCE_SERVICES
+from ome.api.resources import INFERENCE_SERVICES
 from ome.kubectl_ome import rollout_checks, rollout_report
 from ome.kubectl_ome.failures import CliError, Unmet
 from tests.unit.kubectl_ome.fakes import TtyInput, make_ctx

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_SERVICES
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_SERVICES
 from ome.kubectl_ome import cmd_runtime
 from ome.kubectl_ome.failures import CliError
 from ome.kubectl_ome.table import format_table

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import Configuration
 
-from ome.framework.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
+from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
 from ome.kubectl_ome import cmd_misc, cmd_wait, connection
 from ome.kubectl_ome.cli import main
 from ome.kubectl_ome.failures import CliError, Unmet
@@ -225,7 +225,7 @@ def test_get_resolves_aliases_and_prints_isvc_columns() -> None:
         cmd_misc.resolve_kind("irep")
     obj = isvc(model={"name": "llama"})
     obj["metadata"]["creationTimestamp"] = "2026-09-01T09:00:00Z"
-    from ome.framework.resources import INFERENCE_SERVICES as RES
+    from ome.api.resources import INFERENCE_SERVICES as RES
 
     text = cmd_misc.get_table("inferenceservices", [(RES, obj)], datetime(2026, 9, 1, 12, tzinfo=UTC), False, False)
     assert text.splitlines() == ["NAME   MODEL   RUNTIME   READY     URL   AGE", "chat   llama   vllm      Unknown   -     3h"]
@@ -252,7 +252,7 @@ def test_colour_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_logs_of_an_instance_by_runner_and_ordinal() -> None:
-    from ome.framework.resources import PODS
+    from ome.api.resources import PODS
 
     client = cluster(isvc())
     for runner, ordinal in (("leader", 0), ("worker", 0), ("worker", 1)):

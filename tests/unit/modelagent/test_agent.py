@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from ome.framework import errors, resources
+from ome.api import resources
+from ome.framework import errors
 from ome.framework.reconcile import Request
 from ome.modelagent import hf, prepare, staging
 from ome.modelagent.agent import ModelAgent, eligible, fingerprint

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ome.api import resources
 from ome.controllers.nodeagent import setup
 from ome.controllers.nodeagent.reconciler import FINALIZERS, ModelStatusReconciler
-from ome.framework import resources
 from ome.framework.reconcile import Request, Result
 from ome.models import labels
 from ome.models.entries import Entry

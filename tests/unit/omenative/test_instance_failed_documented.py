@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ome.framework.resources import INFERENCE_REPLICAS
+from ome.api.resources import INFERENCE_REPLICAS
 from ome.omenative import instances, revisions
 from tests.unit.controllers.inferencereplica.world import World
 from tests.unit.omenative.builders import pod, replica

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
 from ome.controllers.autoscaler import decide as autoscaler_decide
-from ome.framework import resources
 from ome.resolution import (
     accelerators,
     components,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ome.framework import resources
+from ome.api import resources
 from ome.resolution import models
 from tests.unit.resolution.fake_reader import FakeReader, isvc, model
 

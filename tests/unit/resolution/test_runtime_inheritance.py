@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ome.framework import resources
+from ome.api import resources
 from ome.resolution import models, runtime_inheritance, runtimes
 from tests.unit.resolution.fake_reader import FakeReader, entry, isvc, model, runtime
 

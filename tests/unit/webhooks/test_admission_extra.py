@@ -11,7 +11,7 @@ import jsonpatch
 import orjson
 import pytest
 
-from ome.framework import resources
+from ome.api import resources
 from ome.webhooks import annotation_validation, registry
 from tests.unit.resolution.fake_reader import FakeReader, entry, isvc, model, runtime
 from tests.unit.webhooks.reviews import call, review

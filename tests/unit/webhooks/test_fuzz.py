@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ome.framework import resources
+from ome.api import resources
 from ome.framework.webhook_server import WebhookServer
 from ome.webhooks import registry, self_register
 from tests.unit.resolution.fake_reader import FakeReader, model, runtime

@@ -9,7 +9,7 @@ import jsonpatch
 import orjson
 import pytest
 
-from ome.framework import resources
+from ome.api import resources
 from ome.webhooks import registry
 from tests.unit.resolution.fake_reader import FakeReader, entry, runtime
 from tests.unit.webhooks.reviews import call, review

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ome.framework import resources
+from ome.api import resources
 from ome.webhooks import registry
 from tests.unit.resolution.fake_reader import FakeReader, isvc
 from tests.unit.webhooks.reviews import call, review

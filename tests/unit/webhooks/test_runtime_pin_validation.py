@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ome.framework import resources
+from ome.api import resources
 from ome.webhooks import registry
 from tests.unit.resolution.fake_reader import FakeReader, isvc, model, runtime
 from tests.unit.webhooks.reviews import call, review

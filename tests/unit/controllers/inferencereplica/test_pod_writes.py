@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from structlog.testing import capture_logs
 
+from ome.api.resources import INFERENCE_REPLICAS, PODS, SERVICES
 from ome.framework import errors
 from ome.framework.expectations import EXPECTATIONS_TIMEOUT
-from ome.framework.resources import INFERENCE_REPLICAS, PODS, SERVICES
 from ome.omenative import instance_names as names
 from tests.unit.controllers.inferencereplica.world import START, World
 from tests.unit.omenative.builders import replica as replica_body

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ome.framework.resources import INFERENCE_REPLICAS
+from ome.api.resources import INFERENCE_REPLICAS
 from ome.omenative.podmonitor import POD_MONITORS
 from tests.unit.controllers.inferencereplica.world import World
 from tests.unit.omenative.builders import replica

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ome.framework.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS
 from ome.omenative import instance_names as names
 from ome.omenative import revisions
 from tests.unit.controllers.inferencereplica.world import World

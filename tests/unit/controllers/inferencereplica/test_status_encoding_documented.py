@@ -8,8 +8,8 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
+from ome.api.resources import INFERENCE_REPLICAS
 from ome.framework import errors
-from ome.framework.resources import INFERENCE_REPLICAS
 from ome.omenative import columnar, status
 from tests.unit.controllers.inferencereplica.world import World
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from ome.api.resources import INFERENCE_REPLICAS
 from ome.framework.reconcile import Result
-from ome.framework.resources import INFERENCE_REPLICAS
 from ome.omenative import teardown
 from ome.omenative.pods_view import format_time
 from tests.unit.controllers.inferencereplica.world import START, World

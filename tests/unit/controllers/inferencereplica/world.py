@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from ome.api.resources import INFERENCE_REPLICAS, PODS
 from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
 from ome.controllers.inferencereplica.setup import expectation_observer
 from ome.framework.expectations import ControllerExpectations
 from ome.framework.reconcile import Request, Result
-from ome.framework.resources import INFERENCE_REPLICAS, PODS
 from ome.omenative import instance_names as names
 from ome.omenative.pods_view import format_time
 from ome.omenative.settings import InferenceReplicaSettings

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ome.framework import resources as r
+from ome.api import resources as r
 from ome.framework.reconcile import Request
 from ome.omenative.podmonitor import POD_MONITORS
 from ome.resolution import component_podmonitor

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import structlog
 
+from ome.api import resources as r
 from ome.config import inferenceservice_config as cfg
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.controllers.inferenceservice import status
-from ome.framework import resources as r
 from ome.framework.reconcile import Request, RetryError
 from ome.resolution.components import build_plans
 from ome.webhooks import inferenceservice_validation as validation

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources as r
 from ome.controllers.inferenceservice import controller
 from ome.controllers.inferenceservice import reconciler as rec
-from ome.framework import resources as r
 from ome.framework.reconcile import Request, RetryError
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders

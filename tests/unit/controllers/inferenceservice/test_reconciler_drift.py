@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources as r
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import converge, status
-from ome.framework import resources as r
 from ome.framework.reconcile import Request
 from ome.resolution import workloads as workloads_module
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources as r
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.controllers.inferenceservice import revision_gc, runtime_pinning
-from ome.framework import resources as r
 from ome.framework.reconcile import Request
 from ome.resolution import runtime_revisions as rr
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources as r
 from ome.controllers.inferenceservice import reconciler as rec
-from ome.framework import resources as r
 from ome.framework.reconcile import Request
 from ome.resolution import models, runtimes
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler

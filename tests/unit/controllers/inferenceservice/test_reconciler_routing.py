@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources as r
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.controllers.inferenceservice import routing
 from ome.framework import errors
-from ome.framework import resources as r
 from ome.framework.reconcile import Request, RetryError
 from ome.resolution import components, models, runtimes
 from ome.resolution import traffic_policy as tp

@@ -7,10 +7,10 @@ import copy
 from datetime import timedelta
 from typing import Any
 
+from ome.api.resources import INFERENCE_REPLICAS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.framework import errors
 from ome.framework.reconcile import Request
-from ome.framework.resources import INFERENCE_REPLICAS
 from ome.omenative import instance_names as names
 from ome.omenative.rollout_retry import RetryPolicy
 from ome.omenative.rollout_settings import RolloutSettings
