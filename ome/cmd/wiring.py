@@ -94,6 +94,7 @@ class Settings:
             unschedulable_grace=parse_duration(grace) if isinstance(grace, str) else None,
             stuck_grace=parse_duration(life.stuck_pod_grace_period) if life.stuck_pod_grace_period else None,
             columnar=self.config.omenative_status.status_encoding == "ColumnarV2",
+            max_decoded_instances=self.config.omenative_status.max_decoded_instances,
             max_concurrent_reconciles=self.inferencereplica_workers)
 
 

@@ -23,6 +23,9 @@ class RolloutSettings:
     """lifecycle.stuckPodGracePeriod: a pod of a Ready Instance wedged this long restarts it (None: off)."""
     columnar: bool = False
     """Write per-Instance rows in ColumnarV2 whenever that is smaller (as the replica controller does)."""
+    max_decoded_instances: int | None = 20000
+    """omenativeStatus.maxDecodedInstances: above it the rows are written as the list, as the replica
+    controller writes them (the two must agree, or they would rewrite each other's status)."""
     event_component: str = "ome-inferencereplica-controller"
     max_concurrent_reconciles: int = 4
 

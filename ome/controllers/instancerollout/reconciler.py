@@ -194,7 +194,7 @@ class InstanceRolloutReconciler:
             )
         }
         columnar = self._settings.columnar or prev.get("instanceStatusEncoding") == "ColumnarV2"
-        new.update(status.instance_rows(list(rows.values()), columnar))
+        new.update(status.instance_rows(list(rows.values()), columnar, self._settings.max_decoded_instances))
         if plan.retry_blocks:
             new["retryBlocks"] = plan.retry_blocks
         if plan.rollout_hold is not None:

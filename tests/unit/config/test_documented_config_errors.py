@@ -105,3 +105,13 @@ def test_bad_omenative_status_block_is_the_documented_startup_failure(block: str
     message = _error({"omenativeStatus": block})
     assert message.startswith("Failed to initialize OMENative status configuration: invalid omenativeStatus config: ")
     assert problem in message
+
+
+def test_both_instance_controllers_get_the_same_bound() -> None:
+    """F31: the InferenceReplica controller and the Instance rollout controller both write per-Instance rows;
+    both follow `maxDecodedInstances`, so neither rewrites the other's list as columns."""
+    config = cfg.parse({"omenativeStatus": '{"instanceStatusEncoding": "ColumnarV2", "maxDecodedInstances": 7}'})
+    settings = wiring.Settings(config, lws_served=False, config_namespace="ome")
+    assert settings.replica_settings().max_decoded_instances == 7
+    assert settings.rollout_settings().max_decoded_instances == 7
+    assert settings.rollout_settings().columnar and settings.replica_settings().status_encoding == "ColumnarV2"
