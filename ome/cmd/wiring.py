@@ -100,7 +100,7 @@ class Settings:
 
 async def load_settings(client: Client, namespace: str) -> Settings:
     """Reads and validates inferenceservice-config; a bad config is fatal (ConfigError)."""
-    config = await isvc_config.load(client, namespace)
+    config = await isvc_config.load(client, namespace, require_omenative_status=True)
     lws = await client.is_served(resources.LEADER_WORKER_SETS)
     pod_monitors = await client.is_served(POD_MONITORS)
     log.info("configuration loaded", namespace=namespace, default_mode=config.deploy.default_deployment_mode,

@@ -522,13 +522,26 @@ def parse(data: Mapping[str, str]) -> InferenceServiceConfig:
     return config
 
 
-async def load(client: Client, namespace: str | None = None) -> InferenceServiceConfig:
-    """Read and parse the ConfigMap; a missing ConfigMap means every default."""
+MISSING_STATUS_BLOCK: Final = 'inferenceservice-config is missing the required "omenativeStatus" block'
+
+
+async def load(
+    client: Client, namespace: str | None = None, *, require_omenative_status: bool = False
+) -> InferenceServiceConfig:
+    """Read and parse the ConfigMap; a missing ConfigMap means every default. `require_omenative_status`
+    (the manager's start) fails a ConfigMap without the omenativeStatus block, as v1.3 does."""
     try:
         configmap = await client.get(resources.CONFIGMAPS, CONFIGMAP_NAME, namespace or config_namespace())
     except errors.NotFound:
         return InferenceServiceConfig()
-    return parse(configmap.get("data") or {})
+    data = configmap.get("data") or {}
+    config = parse(data)  # the other entries' errors first, as the manager checks deploy before the rest
+    if require_omenative_status:
+        if "omenativeStatus" not in data:
+            raise ConfigError(f"{OMENATIVE_STATUS_INIT_ERROR}: {MISSING_STATUS_BLOCK}")
+        if not data["omenativeStatus"].strip():
+            raise _error("omenativeStatus", "invalid omenativeStatus config: expected a JSON object")
+    return config
 
 
 def _describe(key: str, exc: ValidationError) -> str:

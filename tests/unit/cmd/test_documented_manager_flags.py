@@ -72,14 +72,17 @@ class _RecordingManager:
 
 
 def test_disabled_inferencereplica_controller_is_not_added(monkeypatch: pytest.MonkeyPatch) -> None:
-    added: list[str] = []
-    for module, name in [("inferenceservice", "inferenceservice"), ("inferencereplica", "inferencereplica"),
-                         ("autoscaler", "autoscaler"), ("instancerollout", "instancerollout"),
-                         ("acceleratorclass", "acceleratorclass"), ("benchmarkjob", "benchmarkjob")]:
-        monkeypatch.setattr(getattr(wiring, module), "add_to_manager",
-                            lambda *a, _n=name, **k: added.append(_n))
+    import types
+
     from ome.controllers import nodeagent
-    monkeypatch.setattr(nodeagent, "add_to_manager", lambda *a, **k: added.append("nodeagent"))
+
+    added: list[str] = []
+    # Every controller module wiring registers (found, not listed, so a new controller needs no edit here).
+    modules = {name: value for name, value in vars(wiring).items()
+               if isinstance(value, types.ModuleType) and hasattr(value, "add_to_manager")}
+    modules["nodeagent"] = nodeagent
+    for name, module in modules.items():
+        monkeypatch.setattr(module, "add_to_manager", lambda *a, _n=name, **k: added.append(_n))
     monkeypatch.setattr(wiring, "ConfigSource", lambda *a, **k: None)
     settings = wiring.Settings(cfg.parse({}), lws_served=False, config_namespace="ome")
     wiring.add_controllers(_RecordingManager(), settings)  # type: ignore[arg-type]

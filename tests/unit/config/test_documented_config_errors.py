@@ -7,6 +7,7 @@ import pytest
 
 from ome.cmd import wiring
 from ome.config import inferenceservice_config as cfg
+from ome.framework import errors
 
 
 def _error(data: dict[str, str]) -> str:
@@ -115,3 +116,31 @@ def test_both_instance_controllers_get_the_same_bound() -> None:
     assert settings.replica_settings().max_decoded_instances == 7
     assert settings.rollout_settings().max_decoded_instances == 7
     assert settings.rollout_settings().columnar and settings.replica_settings().status_encoding == "ColumnarV2"
+
+
+class _OneConfigMap:
+    def __init__(self, data: dict[str, str] | None) -> None:
+        self.data = data
+
+    async def get(self, res: object, name: str, namespace: str | None = None) -> dict[str, object]:
+        if self.data is None:
+            raise errors.NotFound(404, "NotFound", f"{name} not found")
+        return {"metadata": {"name": name}, "data": self.data}
+
+
+@pytest.mark.parametrize(("data", "problem"), [
+    ({"deploy": '{"defaultDeploymentMode": "RawDeployment"}'},
+     'inferenceservice-config is missing the required "omenativeStatus" block'),
+    ({"omenativeStatus": ""}, "invalid omenativeStatus config: expected a JSON object"),
+])
+async def test_manager_start_needs_the_omenative_status_block(data: dict[str, str], problem: str) -> None:
+    """F31: "The manager reads the block only when it starts. It won't start when the block is missing or
+    invalid" - "The error says `inferenceservice-config is missing the required "omenativeStatus" block`"."""
+    with pytest.raises(cfg.ConfigError) as info:
+        await cfg.load(_OneConfigMap(data), "ome", require_omenative_status=True)  # type: ignore[arg-type]
+    assert str(info.value) == f"Failed to initialize OMENative status configuration: {problem}"
+    if "deploy" in data:  # the controllers' later re-reads (no requirement) keep the defaults
+        later = await cfg.load(_OneConfigMap(data), "ome")  # type: ignore[arg-type]
+        assert later.omenative_status.max_decoded_instances == 20000
+    no_configmap = await cfg.load(_OneConfigMap(None), "ome", require_omenative_status=True)  # type: ignore[arg-type]
+    assert no_configmap.omenative_status.instance_status_encoding == "ColumnarV2"
