@@ -36,7 +36,8 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("rbac.authorization.k8s.io", "roles"): WRITE,
     ("rbac.authorization.k8s.io", "rolebindings"): WRITE,
     ("", "events"): ("create", "patch"),
-    ("", "configmaps"): ("get",),  # inferenceservice-config, read once at startup
+    # inferenceservice-config, read once at startup; {isvc}-ome-migration-audit, written per migration
+    ("", "configmaps"): ("get", "create", "update"),
     ("", "persistentvolumeclaims"): READ,
     ("apps", "deployments"): WRITE,
     ("networking.k8s.io", "ingresses"): WRITE,

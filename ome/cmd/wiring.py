@@ -19,10 +19,13 @@ from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferenceservice import controller as inferenceservice
 from ome.controllers.inferenceservice import routing
 from ome.controllers.instancerollout import setup as instancerollout
+from ome.controllers.migration import setup as migration
+from ome.controllers.migration.reconciler import MigrationSettings
 from ome.framework import resources
 from ome.framework.client import Client
 from ome.framework.manager import Manager
 from ome.framework.webhook_server import WebhookServer
+from ome.omenative.migration_plan import Caps
 from ome.omenative.podmonitor import POD_MONITORS
 from ome.omenative.rollout_budget import OperatorDefault
 from ome.omenative.rollout_retry import RetryPolicy
@@ -73,7 +76,19 @@ class Settings:
             retry_multiplier=retry.multiplier,
             retry_max_delay=parse_duration(retry.max_delay) or 1800.0,
             pod_monitor_served=self.pod_monitor_served,
+            migration_audit_configured=life.migration_caps() is not None,
         )
+
+    def migration_settings(self) -> MigrationSettings:
+        """The migration controller's: lifecycle.audit caps (None: requests wait), the deadline default."""
+        life = self.config.lifecycle
+        caps = life.migration_caps()
+        return MigrationSettings(
+            caps=Caps(*caps) if caps is not None else None,
+            instance_ready_timeout=parse_duration(life.instance_ready_timeout),
+            stuck_grace=parse_duration(life.stuck_pod_grace_period) if life.stuck_pod_grace_period else None,
+            columnar=self.config.omenative_status.status_encoding == "ColumnarV2",
+            max_concurrent_reconciles=self.inferencereplica_workers)
 
     def rollout_settings(self) -> RolloutSettings:
         """The Instance rollout controller's settings: operator default strategies and the retry policy."""
@@ -143,6 +158,7 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
                               max_concurrent_reconciles=settings.inferenceservice_workers)
     if settings.inferencereplica_controller:  # the Instances' pods are the InferenceReplica controller's part
         instancerollout.add_to_manager(manager, settings.rollout_settings())
+        migration.add_to_manager(manager, settings.migration_settings())
     from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
 
     nodeagent.add_to_manager(manager, config_namespace=settings.config_namespace)

@@ -249,7 +249,7 @@ class TeardownConfig(_Section):
 # Documented lifecycle keys this controller validates but does not act on yet; the manager names each one
 # that is set in a startup warning, so none is ignored silently.
 LIFECYCLE_NOT_ACTED_ON: Final = ("gangScheduleTimeout", "scaleUpPodBatchSize", "scaleDownPodBatchSize",
-                                 "scaleDownRequeueInterval", "forceDelete", "audit", "autoMigrate")
+                                 "scaleDownRequeueInterval", "forceDelete", "autoMigrate")
 
 
 class LifecycleConfig(_Section):
@@ -285,6 +285,20 @@ class LifecycleConfig(_Section):
             raise ValueError(f"lifecycle.{name} must be a positive duration such as 90s or 15m, "
                              f"got {value!r}")
         return value
+
+    def migration_caps(self) -> tuple[int, float, int] | None:
+        """lifecycle.audit as (maxMigrationsPerWindow, window seconds, maxInFlightMigrations); None when
+        any of the three is missing or not above zero (migration requests then wait, as documented)."""
+        audit = (self.model_extra or {}).get("audit")
+        if not isinstance(audit, dict):
+            return None
+        per_window, in_flight = audit.get("maxMigrationsPerWindow"), audit.get("maxInFlightMigrations")
+        window = audit.get("window")
+        seconds = parse_duration(window) if isinstance(window, str) and is_duration(window) else None
+        numbers = [v for v in (per_window, in_flight) if isinstance(v, int) and not isinstance(v, bool)]
+        if len(numbers) < 2 or min(numbers) <= 0 or not seconds or seconds <= 0:
+            return None
+        return int(str(per_window)), float(seconds), int(str(in_flight))
 
     def not_acted_on(self) -> list[str]:
         """The documented keys set here that this controller does not act on (see LIFECYCLE_NOT_ACTED_ON)."""

@@ -119,8 +119,10 @@ def choose(
 
 def replacement(row: Row) -> bool:
     """A gang surge's replacement Instance (`ome.omenative.rollout_gang`): the rollout's, never counted
-    when scaling."""
-    return (row.get("operation") or {}).get("step") in ("GangSurgeTarget", "GangSurgeTargetCleanup")
+    when scaling; likewise a migration's surge (`ome.omenative.migration_plan`)."""
+    return (row.get("operation") or {}).get("step") in (
+        "GangSurgeTarget", "GangSurgeTargetCleanup", "MigrationSurge", "MigrationSurgeCleanup"
+    )
 
 
 def adopt_row(ctx: Context, index: int, pods: list[PodView]) -> Row:

@@ -76,6 +76,8 @@ def compute(inp: Inputs) -> Obj:
         # Written by the Instance rollout controller (ome.controllers.instancerollout): carried as is.
         "retryBlocks": prev.get("retryBlocks") or None,
         "rolloutHold": prev.get("rolloutHold"),
+        # Written by the migration controller (ome.controllers.migration): carried as is.
+        "migrations": prev.get("migrations") or None,
     }
     status.update(instance_rows(inp.rows, inp.columnar, inp.max_rows))
     status["conditions"] = merge_conditions(
@@ -289,8 +291,12 @@ def _past(row: Row, now: datetime) -> bool:
 
 
 def _migration_requests(replica: Mapping[str, Any]) -> bool:
+    """A request waits: an annotation not yet taken, or a record still Accepted."""
     annotations = (replica.get("metadata") or {}).get("annotations") or {}
-    return any(k.startswith("ome.io/migration-request-v1-") for k in annotations)
+    records = (replica.get("status") or {}).get("migrations") or []
+    return any(k.startswith("ome.io/migration-request-v1-") for k in annotations) or any(
+        r.get("phase") == "Accepted" for r in records
+    )
 
 
 def merge_conditions(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from ome.omenative import migration_request
 from ome.resolution import models, modes, runtimes
 from ome.resolution import runtime_revisions as rr
 from ome.webhooks import annotation_validation, autoscaler_admission, replica_refs
@@ -46,6 +47,8 @@ def validate(request: AdmissionRequest, reader: Reader) -> Outcome:
     if (error := spec_error(request.name, spec)) is not None:
         return Outcome.deny(error)
     if (error := autoscaler_admission.isvc_error(request.obj)) is not None:
+        return Outcome.deny(error)
+    if (error := migration_request.admission_error(request.obj, request.old)) is not None:
         return Outcome.deny(error)
     annotation_error, annotation_warnings = annotation_validation.validate(request.obj)
     if annotation_error is not None:

@@ -1,0 +1,1 @@
+"""Migration controller: migration requests on InferenceServices and surge moves of OMENative Instances."""

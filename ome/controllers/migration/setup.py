@@ -1,0 +1,51 @@
+"""Wiring: the migration controller, keyed by InferenceService, on the replica controllers' informers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
+from ome.controllers.migration.reconciler import MigrationReconciler, MigrationSettings
+from ome.framework import transforms
+from ome.framework.controller import Controller
+from ome.framework.events import EventRecorder
+from ome.framework.handlers import Obj
+from ome.framework.manager import Manager
+from ome.framework.reconcile import Request
+from ome.omenative import instance_names as names
+from ome.omenative import migration_request as mr
+
+CHILD_SELECTOR = {names.MANAGED_BY_LABEL: names.MANAGED_BY}
+"""The same selector and transform as the InferenceReplica controller's, so the informers are shared."""
+
+
+def parent_of_replica(obj: Obj) -> Iterable[Request]:
+    parent = ((obj.get("spec") or {}).get("parentRef") or {}).get("name")
+    return [Request(obj["metadata"]["namespace"], parent)] if parent else []
+
+
+def parent_of_pod(obj: Obj) -> Iterable[Request]:
+    isvc = (obj["metadata"].get("labels") or {}).get(names.ISVC_LABEL)
+    return [Request(obj["metadata"]["namespace"], isvc)] if isvc else []
+
+
+def has_requests(obj: Obj) -> bool:
+    return bool(mr.request_keys(obj["metadata"].get("annotations")))
+
+
+def add_to_manager(manager: Manager, settings: MigrationSettings) -> Controller:
+    cache = manager.cache
+    services = cache.informer_for(INFERENCE_SERVICES)
+    replicas = cache.informer_for(INFERENCE_REPLICAS)
+    pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
+    cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
+    recorder = EventRecorder(manager.client, settings.event_component)
+    reconciler = MigrationReconciler(manager.client, cache, settings, recorder=recorder)
+    controller = (
+        Controller("migration", reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles)
+        .for_(services)
+        .watches(replicas, parent_of_replica)
+        .watches(pods, parent_of_pod)
+    )
+    manager.add_controller(controller)
+    return controller

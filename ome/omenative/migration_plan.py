@@ -1,0 +1,450 @@
+"""Surge migration of one Instance (pure): one pass over a replica's `status.migrations` records.
+
+States of a record (`phase`) and their transitions; one record of a component moves at a time, oldest
+first, and the others wait in Accepted:
+
+    Accepted --mode Never--> Failed (MigrationRequestRejected)
+    Accepted --deadline passed--> Failed (MigrationExpired, "deadline exceeded in phase Accepted: ...")
+    Accepted --no lifecycle.audit caps--> Accepted (MigrationPolicyUnconfigured, once)
+    Accepted --source gone--> Failed (MigrationRequestRejected)
+    Accepted --from_node hosts none of the source's pods--> Failed (MigrationFromNodeMismatch)
+    Accepted --maxMigrationsPerWindow reached--> Failed (RateLimited)
+    Accepted --another move runs, paused, the source busy or not Ready--> Accepted (waits)
+    Accepted --start--> SurgePending (MigrationRequestAccepted): the source row goes Migrating, a surge
+                        row (Creating, operation Migrate/MigrationSurge) takes the lowest unused index
+    SurgePending --every surge pod serving for minReadySeconds, not paused--> SurgeReady
+    SurgePending --deadline passed--> Failed (MigrationExpired), surge cleaned up, source back
+    SurgePending --a surge pod wedged past stuckPodGracePeriod--> Failed (MigrationSurgeWedged), likewise
+    SurgeReady --> Draining: the source's serving gates close, drained pods are deleted
+    Draining --the source's pods gone--> Completed ("migrated to instance=<surge>", MigrationCompleted):
+                        the source row goes, the surge row becomes a plain Ready Instance
+    Completed / Failed / Relocated --older than the audit window--> pruned from status
+
+The serving count never drops: the source leaves rotation only after the surge serves. A failed move
+after the surge started removes the surge (its row marked MigrationSurgeCleanup until its pods are
+gone) and the source returns to Ready, or to Failed when its pods aren't ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from ome.omenative import instance_names as names
+from ome.omenative import rollout_types as rt
+from ome.omenative.pods_view import format_time, go_duration, parse_time
+from ome.omenative.revisions import RevisionData
+from ome.omenative.rollout_pods import RolloutPod
+
+Row = dict[str, Any]
+Record = dict[str, Any]
+
+ACCEPTED, SURGE_PENDING, SURGE_READY, DRAINING = "Accepted", "SurgePending", "SurgeReady", "Draining"
+COMPLETED, FAILED, RELOCATED = "Completed", "Failed", "Relocated"
+TERMINAL: Final = frozenset({COMPLETED, FAILED, RELOCATED})
+ACTIVE: Final = frozenset({SURGE_PENDING, SURGE_READY, DRAINING})
+
+MIGRATE: Final = "Migrate"
+SOURCE_STEP: Final = "MigrationSource"
+SURGE_STEP: Final = "MigrationSurge"
+CLEANUP_STEP: Final = "MigrationSurgeCleanup"
+WEDGED: Final = frozenset(
+    {"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "InvalidImageName"}
+)
+
+NEVER_MESSAGE: Final = "migrations disabled by MigrationPolicy Mode=Never"
+UNCONFIGURED_MESSAGE: Final = "waiting for migration capacity policy (no lifecycle.audit configured)"
+ACCEPTED_EXPIRED: Final = "deadline exceeded in phase Accepted: surge never allocated"
+SURGE_EXPIRED: Final = "deadline exceeded in phase SurgePending: surge pods never became ready"
+ALLOCATED_MESSAGE: Final = "surge allocated; waiting for surge pods"
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """lifecycle.audit: all three set and above zero, else None (requests wait)."""
+
+    max_per_window: int
+    window: float
+    max_in_flight: int
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    namespace: str
+    replica: str
+    base: str
+    component: str
+    records: Sequence[Record]
+    rows: Sequence[Row]
+    pods: Sequence[RolloutPod]
+    nodes: Mapping[str, str]
+    """Pod name -> spec.nodeName (absent while unscheduled)."""
+    revisions: Mapping[str, RevisionData]
+    now: datetime
+    mode: str = "Auto"
+    caps: Caps | None = None
+    min_ready_seconds: int = 0
+    paused: bool = False
+    stuck_grace: float | None = None
+    blocked: Mapping[int, str] = field(default_factory=dict)
+    """Surge indexes whose pod creation the API server refused this pass, with its message."""
+
+
+@dataclass(slots=True)
+class Plan:
+    records: list[Record] = field(default_factory=list)
+    rows: dict[int, Row] = field(default_factory=dict)
+    removed: list[int] = field(default_factory=list)
+    creates: list[rt.PodCreate] = field(default_factory=list)
+    avoid: dict[int, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Surge index -> (node it must not use, nodes it should prefer)."""
+    deletes: list[str] = field(default_factory=list)
+    open_gates: list[str] = field(default_factory=list)
+    close_gates: list[str] = field(default_factory=list)
+    events: list[rt.Event] = field(default_factory=list)
+    finished: list[Record] = field(default_factory=list)
+    """Records that reached a terminal phase this pass (for the audit ConfigMap and the history)."""
+    wake_after: float | None = None
+
+    def wake(self, seconds: float) -> None:
+        seconds = max(seconds, 0.5)
+        self.wake_after = seconds if self.wake_after is None else min(self.wake_after, seconds)
+
+
+def surge_row(row: Row) -> bool:
+    """A migration's surge Instance: the migration controller's, never counted when scaling."""
+    op = row.get("operation") or {}
+    return op.get("type") == MIGRATE and op.get("step") in (SURGE_STEP, CLEANUP_STEP)
+
+
+def accepted_record(
+    uuid: str, component_instance: int, from_node: str, hints: Sequence[str], reason: str,
+    now: datetime, timeout: float | None,
+) -> Record:
+    """A request as OME takes it: Accepted, deadline = now + instanceReadyTimeout (now when unset)."""
+    record: Record = {
+        "requestUUID": uuid,
+        "trigger": "Manual",
+        "sourceInstance": component_instance,
+        "fromNode": from_node,
+        "phase": ACCEPTED,
+        "startedAt": format_time(now),
+        "deadline": format_time(now + timedelta(seconds=timeout or 0)),
+    }
+    if hints:
+        record["hintTargetNodes"] = list(hints)
+    if reason:
+        record["reason"] = reason
+    return record
+
+
+def plan(inp: Inputs) -> Plan:
+    out = Plan()
+    rows = {int(r["index"]): dict(r) for r in inp.rows}
+    pods: dict[int, list[RolloutPod]] = {}
+    for pod in inp.pods:
+        pods.setdefault(pod.index, []).append(pod)
+    _clean_orphans(inp, rows, pods, out)
+    records = [dict(r) for r in inp.records]
+    ordered = sorted(range(len(records)), key=lambda i: (records[i].get("startedAt") or "", i))
+    for i in ordered:
+        rec = records[i]
+        if rec.get("phase") in ACTIVE:
+            records[i] = _step_active(inp, rec, rows, pods, out)
+    for i in ordered:
+        rec = records[i]
+        if rec.get("phase") == ACCEPTED:
+            records[i] = _step_accepted(inp, rec, records, rows, pods, out)
+    out.records = _prune(inp, records)
+    return out
+
+
+# -- Accepted ---------------------------------------------------------------------------------
+
+
+def _step_accepted(
+    inp: Inputs, rec: Record, records: list[Record], rows: dict[int, Row],
+    pods: dict[int, list[RolloutPod]], out: Plan,
+) -> Record:
+    uuid, index = rec["requestUUID"], int(rec["sourceInstance"])
+    if inp.mode == "Never":
+        return _fail(inp, rec, NEVER_MESSAGE, "MigrationRequestRejected", out)
+    deadline = parse_time(rec.get("deadline"))
+    if deadline is None or inp.now >= deadline:
+        return _fail(inp, rec, ACCEPTED_EXPIRED, "MigrationExpired", out)
+    out.wake((deadline - inp.now).total_seconds())
+    if inp.caps is None:
+        if rec.get("message") != UNCONFIGURED_MESSAGE:
+            out.events.append(("Warning", "MigrationPolicyUnconfigured",
+                               f"OMENative migration uuid={uuid} waits: {UNCONFIGURED_MESSAGE}"))
+            rec = {**rec, "message": UNCONFIGURED_MESSAGE}
+        return rec
+    if rec.get("message") == UNCONFIGURED_MESSAGE:
+        rec = {k: v for k, v in rec.items() if k != "message"}
+    source = rows.get(index)
+    if source is None or surge_row(source):
+        return _fail(inp, rec, f"source instance={index} not found in component={inp.component}",
+                     "MigrationRequestRejected", out)
+    on = sorted({n for p in pods.get(index, []) if (n := inp.nodes.get(p.name))})
+    from_node = rec.get("fromNode") or ""
+    if on and from_node not in on:
+        return _fail(
+            inp, rec, f"request.FromNode={from_node} does not match observed source node={','.join(on)}",
+            "MigrationFromNodeMismatch", out,
+        )
+    if any(r.get("phase") in ACTIVE for r in records) or inp.paused or _busy(rows):
+        return rec
+    if source.get("phase") != "Ready" or source.get("operation") or not on:
+        return rec
+    started = [
+        t for r in records
+        if (t := parse_time(r.get("allocatedAt"))) is not None
+        and (inp.now - t).total_seconds() < inp.caps.window
+    ]
+    if len(started) >= inp.caps.max_per_window:
+        message = (f"migration rate cap reached ({len(started)}/{inp.caps.max_per_window} in the last "
+                   f"{go_duration(inp.caps.window)})")
+        return _fail(inp, rec, message, "RateLimited", out)
+    return _start(inp, rec, source, rows, pods, out)
+
+
+def _busy(rows: Mapping[int, Row]) -> bool:
+    """An update's surge (or another Instance operation that owns a second index) is in flight."""
+    return any(
+        r.get("phase") == "Updating" or surge_row(r)
+        or (r.get("operation") or {}).get("step") in ("GangSurgeTarget", "GangSurgeTargetCleanup")
+        for r in rows.values()
+    )
+
+
+def _start(
+    inp: Inputs, rec: Record, source: Row, rows: dict[int, Row], pods: Mapping[int, list[RolloutPod]],
+    out: Plan,
+) -> Record:
+    index = int(source["index"])
+    taken = set(rows) | {i for i, p in pods.items() if p}
+    surge = 0
+    while surge in taken:
+        surge += 1
+    now = format_time(inp.now)
+    uuid = rec["requestUUID"]
+    op_base = {"startedAt": now, "lastProgressAt": now, "deadline": rec["deadline"], "type": MIGRATE}
+    moving = {k: v for k, v in source.items() if k not in ("operation",)}
+    moving.update(phase="Migrating",
+                  operation={**op_base, "id": f"{index}-{source.get('incarnation', 1)}-migrate",
+                             "step": SOURCE_STEP, "surgeIndex": surge, "requestUUID": uuid})
+    revision = source.get("runningRevision")
+    new_row: Row = {
+        "index": surge, "incarnation": 1, "phase": "Creating",
+        "runningRevision": revision, "targetRevision": revision,
+        "operation": {**op_base, "id": f"{surge}-1-migration-surge", "step": SURGE_STEP, "requestUUID": uuid},
+    }
+    rows[index] = out.rows[index] = moving
+    rows[surge] = out.rows[surge] = new_row
+    out.events.append((
+        "Normal", "MigrationRequestAccepted",
+        f"OMENative migration uuid={uuid} started: component={inp.component} instance={index} -> "
+        f"instance={surge} (from_node={rec.get('fromNode')})",
+    ))
+    _create_surge(inp, rec, new_row, pods, out)
+    out.wake(1.0)
+    return {**rec, "phase": SURGE_PENDING, "surgeInstance": surge, "allocatedAt": now,
+            "message": ALLOCATED_MESSAGE}
+
+
+# -- a move in flight ---------------------------------------------------------------------------
+
+
+def _step_active(
+    inp: Inputs, rec: Record, rows: dict[int, Row], pods: dict[int, list[RolloutPod]], out: Plan
+) -> Record:
+    index, surge = int(rec["sourceInstance"]), int(rec.get("surgeInstance", -1))
+    source, target = rows.get(index), rows.get(surge)
+    phase = rec["phase"]
+    if phase == SURGE_PENDING:
+        if target is None or not surge_row(target):
+            return _abandon(inp, rec, "surge instance lost", "MigrationRequestRejected", rows, pods, out)
+        deadline = parse_time(rec.get("deadline"))
+        if deadline is not None and inp.now >= deadline:
+            return _abandon(inp, rec, SURGE_EXPIRED, "MigrationExpired", rows, pods, out)
+        wedged = _wedged(inp, pods.get(surge, []))
+        if wedged is not None:
+            message = f"surge pod {wedged.name} wedged in {wedged.waiting_reason} past the stuck-pod grace"
+            return _abandon(inp, rec, message, "MigrationSurgeWedged", rows, pods, out)
+        if surge in inp.blocked and rec.get("message") != f"surge pod create blocked: {inp.blocked[surge]}":
+            out.events.append(("Warning", "MigrationSurgeCreateBlocked",
+                               f"OMENative migration uuid={rec['requestUUID']} surge pod create blocked: "
+                               f"{inp.blocked[surge]}"))
+            rec = {**rec, "message": f"surge pod create blocked: {inp.blocked[surge]}"}
+        if deadline is not None:
+            out.wake((deadline - inp.now).total_seconds())
+        expected = _expected(inp, target)
+        live = [p for p in pods.get(surge, []) if not p.view.terminating and p.name in expected]
+        _create_surge(inp, rec, target, pods, out)
+        if len(live) == len(expected) and all(p.view.containers_ready for p in live):
+            out.open_gates += [p.name for p in live if p.view.gate != "True"]
+        if len(live) < len(expected) or not _settled(inp, live, out) or inp.paused:
+            return rec
+        rec = {**rec, "phase": SURGE_READY, "message": f"surge instance={surge} ready"}
+        phase = SURGE_READY
+    if phase == SURGE_READY:
+        rec = {**rec, "phase": DRAINING, "message": f"draining source instance={index}"}
+    if source is None or not pods.get(index):
+        return _complete(inp, rec, rows, out)
+    for pod in pods.get(index, []):
+        if pod.view.terminating:
+            continue
+        if pod.view.phase == "Running" and pod.view.gate is not None and pod.view.gate != "False":
+            out.close_gates.append(pod.name)
+        elif pod.view.drained or pod.view.gate is None:
+            out.deletes.append(pod.name)
+    out.wake(2.0)
+    return rec
+
+
+def _complete(inp: Inputs, rec: Record, rows: dict[int, Row], out: Plan) -> Record:
+    index, surge = int(rec["sourceInstance"]), int(rec["surgeInstance"])
+    if index in rows:
+        rows.pop(index)
+        out.rows.pop(index, None)
+        out.removed.append(index)
+    target = rows.get(surge)
+    revision = ""
+    if target is not None:
+        revision = target.get("runningRevision") or ""
+        done = {k: v for k, v in target.items() if k != "operation"}
+        done.update(phase="Ready", readySince=done.get("readySince") or format_time(inp.now))
+        rows[surge] = out.rows[surge] = done
+    now = format_time(inp.now)
+    out.events.append((
+        "Normal", "MigrationCompleted",
+        f"OMENative migration uuid={rec['requestUUID']} complete: component={inp.component} "
+        f"instance={index} -> instance={surge} (revision={revision})",
+    ))
+    done_rec = {**rec, "phase": COMPLETED, "message": f"migrated to instance={surge}", "completedAt": now,
+                "succeeded": True}
+    out.finished.append(done_rec)
+    return done_rec
+
+
+def _abandon(
+    inp: Inputs, rec: Record, message: str, reason: str, rows: dict[int, Row],
+    pods: Mapping[int, list[RolloutPod]], out: Plan,
+) -> Record:
+    """A failed move: the surge goes (row kept as cleanup until its pods are gone), the source serves on."""
+    index, surge = int(rec["sourceInstance"]), int(rec.get("surgeInstance", -1))
+    source = rows.get(index)
+    if source is not None and (source.get("operation") or {}).get("type") == MIGRATE:
+        back = {k: v for k, v in source.items() if k != "operation"}
+        ready = [p for p in pods.get(index, []) if p.view.containers_ready and not p.view.terminating]
+        back["phase"] = "Ready" if ready else "Failed"
+        rows[index] = out.rows[index] = back
+    target = rows.get(surge)
+    if target is not None and surge_row(target):
+        cleanup = {**target, "operation": {**(target.get("operation") or {}), "step": CLEANUP_STEP}}
+        rows[surge] = out.rows[surge] = cleanup
+    return _fail(inp, rec, message, reason, out)
+
+
+def _fail(inp: Inputs, rec: Record, message: str, reason: str, out: Plan) -> Record:
+    out.events.append(("Warning", reason, f"OMENative migration uuid={rec['requestUUID']} failed: "
+                                          f"component={inp.component} instance={rec['sourceInstance']}: "
+                                          f"{message}"))
+    done = {**rec, "phase": FAILED, "message": message, "completedAt": format_time(inp.now),
+            "succeeded": False}
+    out.finished.append(done)
+    return done
+
+
+def _clean_orphans(
+    inp: Inputs, rows: dict[int, Row], pods: Mapping[int, list[RolloutPod]], out: Plan
+) -> None:
+    """Cleanup surge rows: delete their pods; the row goes with the last one."""
+    for index, row in list(rows.items()):
+        if (row.get("operation") or {}).get("step") != CLEANUP_STEP:
+            continue
+        left = pods.get(index, [])
+        out.deletes += [p.name for p in left if not p.view.terminating]
+        if not left:
+            rows.pop(index)
+            out.removed.append(index)
+        else:
+            out.wake(2.0)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _expected(inp: Inputs, row: Row) -> set[str]:
+    data = inp.revisions.get(names.hash_of_revision(row.get("runningRevision") or ""))
+    if data is None:
+        return set()
+    return rt.own_names(_rt_inputs(inp), int(row["index"]), data)
+
+
+def _rt_inputs(inp: Inputs) -> Any:
+    """own_names only reads base and component."""
+    return _Names(inp.base, inp.component)
+
+
+@dataclass(frozen=True, slots=True)
+class _Names:
+    base: str
+    component: str
+
+
+def _create_surge(
+    inp: Inputs, rec: Record, row: Row, pods: Mapping[int, list[RolloutPod]], out: Plan
+) -> None:
+    index = int(row["index"])
+    data = inp.revisions.get(names.hash_of_revision(row.get("runningRevision") or ""))
+    if data is None:
+        return
+    have = {p.name for p in pods.get(index, [])}
+    digest = names.hash_of_revision(row.get("runningRevision") or "")
+    for runner in data.runners:
+        count = runner.size if data.multi_pod else 1
+        for ordinal in range(count):
+            name = names.pod_name(inp.base, inp.component, index, runner.name, ordinal)
+            if name not in have:
+                out.creates.append(rt.PodCreate(index, 1, digest, runner.name, ordinal))
+    if out.creates:
+        out.avoid[index] = (rec.get("fromNode") or "", tuple(rec.get("hintTargetNodes") or ()))
+
+
+def _settled(inp: Inputs, pods: Sequence[RolloutPod], out: Plan) -> bool:
+    """Every pod serves, each for minReadySeconds (else wake when the window ends)."""
+    remaining = 0.0
+    for pod in pods:
+        if not pod.view.serving:
+            return False
+        since = parse_time(pod.view.ready_since) or inp.now
+        remaining = max(remaining, inp.min_ready_seconds - (inp.now - since).total_seconds())
+    if remaining > 0:
+        out.wake(remaining)
+        return False
+    return bool(pods)
+
+
+def _wedged(inp: Inputs, pods: Sequence[RolloutPod]) -> RolloutPod | None:
+    if inp.stuck_grace is None:
+        return None
+    for pod in pods:
+        if pod.waiting_reason in WEDGED and pod.created is not None:
+            if (inp.now - pod.created).total_seconds() >= inp.stuck_grace:
+                return pod
+    return None
+
+
+def _prune(inp: Inputs, records: list[Record]) -> list[Record]:
+    """Finished records stay for the audit window (or an hour without caps)."""
+    window = inp.caps.window if inp.caps is not None else 3600.0
+    kept = []
+    for rec in records:
+        done = parse_time(rec.get("completedAt"))
+        if rec.get("phase") in TERMINAL and done is not None and (inp.now - done).total_seconds() >= window:
+            continue
+        kept.append(rec)
+    return kept
