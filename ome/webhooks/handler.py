@@ -48,6 +48,10 @@ class MalformedRequest(ValueError):
     """The AdmissionReview or its object is not something any rule can read."""
 
 
+class PodDenied(ValueError):
+    """A defaulter's refusal (the pod webhook: an injection that cannot be made); denied with its text."""
+
+
 @dataclass(frozen=True, slots=True)
 class AdmissionRequest:
     uid: str
@@ -123,6 +127,8 @@ def mutating(kind: str, defaulter: Defaulter) -> Handler:
             after = defaulter(_with_object(request, orjson.loads(orjson.dumps(before))))
         except MalformedRequest as exc:
             return admission.denied(uid, _clip(str(exc)), code=400, reason="BadRequest")
+        except PodDenied as exc:
+            return admission.denied(uid, _clip(str(exc), MAX_DENIAL_CHARS))
         except Exception as exc:
             return _failed(uid, kind, exc)
         return admission.patched(uid, admission.json_patch_diff(before, after))

@@ -24,6 +24,7 @@ from ome.webhooks import (
     inferencereplica_validation,
     inferenceservice_defaults,
     inferenceservice_validation,
+    pod_mutation,
     policy_deletion,
     servingruntime_validation,
 )
@@ -59,6 +60,9 @@ class Webhook:
     resource: Resource
     mutating: bool
     operations: tuple[str, ...] = ("CREATE", "UPDATE")
+    object_selector: Mapping[str, Any] | None = None
+    default_namespace_selector: Mapping[str, Any] | None = None
+    reinvocation: str = "Never"
 
 
 def _path(verb: str, res: Resource) -> str:
@@ -72,6 +76,7 @@ def _hook(res: Resource, *, is_mutating: bool, operations: tuple[str, ...] = ("C
 
 
 _WITH_DELETE: Final = ("CREATE", "UPDATE", "DELETE")
+POD_PATH: Final = "/mutate-pods"
 
 
 WEBHOOKS: Final = (
@@ -85,6 +90,19 @@ WEBHOOKS: Final = (
     _hook(resources.BENCHMARK_JOBS, is_mutating=False),
     _hook(resources.AUTOSCALER_POLICIES, is_mutating=False, operations=_WITH_DELETE),
     _hook(resources.ROLLOUT_POLICIES, is_mutating=False, operations=_WITH_DELETE),
+    # The pod webhook, named and placed as v1.3's: OME's serving pods only, never a control plane's.
+    Webhook(
+        "inferenceservice.ome-webhook-server.pod-mutator",
+        POD_PATH,
+        resources.PODS,
+        True,
+        ("CREATE",),
+        object_selector={"matchExpressions": [{"key": "ome.io/inferenceservice", "operator": "Exists"}]},
+        default_namespace_selector={
+            "matchExpressions": [{"key": "control-plane", "operator": "DoesNotExist"}]
+        },
+        reinvocation="IfNeeded",
+    ),
 )
 
 
@@ -117,6 +135,7 @@ def handlers(reader: inferenceservice_validation.Reader) -> dict[str, Handler]:
             judges_delete=True,
         ),
     }
+    by_path[POD_PATH] = mutating(resources.PODS.kind, pod_mutation.mutate_pod)
     for res in (sr, csr):
         by_path[_path("mutate", res)] = mutating(res.kind, inferenceservice_defaults.default_serving_runtime)
         by_path[_path("validate", res)] = validating(
@@ -202,8 +221,11 @@ def _entry(hook: Webhook, client_config: ClientConfig, namespace_selector: Mappi
         "failurePolicy": "Fail",
         "timeoutSeconds": TIMEOUT_SECONDS,
     }
-    if namespace_selector is not None:
-        entry["namespaceSelector"] = dict(namespace_selector)
+    selector = namespace_selector if namespace_selector is not None else hook.default_namespace_selector
+    if selector is not None:
+        entry["namespaceSelector"] = dict(selector)
+    if hook.object_selector is not None:
+        entry["objectSelector"] = dict(hook.object_selector)
     if hook.mutating:
-        entry["reinvocationPolicy"] = "Never"
+        entry["reinvocationPolicy"] = hook.reinvocation
     return entry

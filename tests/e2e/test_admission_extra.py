@@ -186,3 +186,24 @@ async def test_child_runtime_serves_with_its_profiles_image_and_command(
         finally:
             with contextlib.suppress(errors.NotFound):
                 await client.delete(CSR, profile_name)
+
+
+async def test_pod_webhook_applies_runtime_profiles_and_denies_unknown_ones(env: Env) -> None:  # noqa: F811
+    def pod(name: str, annotations: dict[str, str]) -> Obj:
+        meta = {"name": name, "labels": {"ome.io/inferenceservice": "svc"}, "annotations": annotations}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                "spec": {"containers": [{"name": "ome-container", "image": "x"}]}}  # fmt: skip
+
+    created = await env.client.create(
+        resources.PODS, pod("shm", {"runtime.ome.io/shm-profile": "default"}), env.namespace
+    )
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in created["spec"]["volumes"]
+    assert created["metadata"]["annotations"]["ome.io/enable-prometheus-scraping"] == "false"
+    with pytest.raises(errors.ApiError) as raised:
+        await env.client.create(
+            resources.PODS, pod("bad", {"runtime.ome.io/probe-profile": "grpc"}), env.namespace
+        )
+    prefix = 'admission webhook "inferenceservice.ome-webhook-server.pod-mutator" denied the request: '
+    assert raised.value.message.startswith(prefix + 'unknown runtime.ome.io/probe-profile "grpc"'), (
+        raised.value.message
+    )

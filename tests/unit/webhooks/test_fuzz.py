@@ -106,7 +106,8 @@ reviews = st.one_of(json_value, st.fixed_dictionaries({"request": st.one_of(requ
 
 
 OPERATIONS = {"CREATE", "UPDATE", "DELETE", "CONNECT"}
-KIND_OF_PATH = {path: next(k for k in KINDS if isinstance(k, str) and path.endswith("-" + k.lower()))
+KIND_OF_PATH = {path: "Pod" if path == registry.POD_PATH else
+                next(k for k in KINDS if isinstance(k, str) and path.endswith("-" + k.lower()))
                 for path in HANDLERS}  # fmt: skip
 
 
