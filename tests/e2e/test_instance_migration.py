@@ -1,0 +1,157 @@
+"""Instance migration on the real control plane with kwok: requests on the InferenceService, surge moves
+watched continuously from a pod watch, the policy, the rate cap, the audit ConfigMap and the history."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
+from ome.controllers import inferencereplica, instancerollout
+from ome.controllers.migration import setup as migration
+from ome.controllers.migration.reconciler import MigrationSettings
+from ome.framework.client import Client
+from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.resources import CONFIGMAPS
+from ome.omenative.migration_plan import Caps
+from ome.omenative.rollout_settings import RolloutSettings
+from ome.omenative.settings import InferenceReplicaSettings
+from tests.e2e.test_instance_rollout import events, pods_of, replica, sampling, settled, until
+
+Obj = dict[str, Any]
+pytestmark = pytest.mark.usefixtures("ome_crds")
+
+
+@pytest.fixture
+async def manager(kubeconfig: Path) -> AsyncIterator[Manager]:
+    client = await Client.from_kubeconfig(str(kubeconfig))
+    mgr = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
+                                         install_signal_handlers=False))
+    inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=1.0))
+    instancerollout.add_to_manager(mgr, RolloutSettings(instance_ready_timeout=120.0))
+    # One start per window, so the second request in a test meets the cap.
+    migration.add_to_manager(mgr, MigrationSettings(caps=Caps(max_per_window=1, window=3600.0, max_in_flight=3),
+                                                    instance_ready_timeout=120.0))
+    task = asyncio.create_task(mgr.run())
+    yield mgr
+    mgr.stop()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(task, 30)
+    await client.close()
+
+
+async def service(client: Client, ns: str, name: str, replicas: int = 2, mode: str | None = None) -> Obj:
+    """An InferenceService (no InferenceService controller here) and its engine's InferenceReplica."""
+    engine: Obj = {"minReplicas": replicas, "maxReplicas": replicas}
+    if mode:
+        engine["lifecycle"] = {"migrationPolicy": {"mode": mode}}
+    isvc = await client.create(INFERENCE_SERVICES, {
+        "apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": name},
+        "spec": {"model": {"name": "m"}, "engine": engine}}, ns)
+    body = replica(f"{name}-engine", {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}, replicas)
+    if mode:
+        body["spec"]["lifecycle"]["migrationPolicy"] = {"mode": mode}
+    await client.create(INFERENCE_REPLICAS, body, ns)
+    await settled(client, ns, f"{name}-engine", replicas)
+    return isvc
+
+
+async def node_of(client: Client, ns: str, index: int) -> str:
+    pods = await pods_of(client, ns)
+    return next(p["spec"]["nodeName"] for p in pods.values()
+                if p["metadata"]["labels"]["ome.io/instance-index"] == str(index))
+
+
+async def request(client: Client, ns: str, name: str, instance: int, from_node: str) -> str:
+    rid = str(uuid.uuid4())
+    value = {"schemaVersion": "v1", "component": "engine", "instance": instance, "from_node": from_node,
+             "reason": "drain for maintenance", "requested_by": "e2e"}
+    await client.patch(INFERENCE_SERVICES, name,
+                       {"metadata": {"annotations": {f"ome.io/migration-request-v1-{rid}": json.dumps(value)}}}, ns)
+    return rid
+
+
+async def record(client: Client, ns: str, name: str, rid: str, phases: tuple[str, ...]) -> Obj:
+    async def check() -> Obj | None:
+        obj = await client.get(INFERENCE_REPLICAS, f"{name}-engine", ns)
+        rec = next((r for r in (obj.get("status") or {}).get("migrations") or [] if r["requestUUID"] == rid), None)
+        return rec if rec is not None and rec["phase"] in phases else None
+
+    return await until(check, 120)  # type: ignore[no-any-return]
+
+
+async def test_a_requested_move_ends_on_another_node_without_a_dip(
+    client: Client, namespace: str, manager: Manager
+) -> None:
+    await service(client, namespace, "chat")
+    source_node = await node_of(client, namespace, 0)
+    async with sampling(client, namespace) as sampler:
+        rid = await request(client, namespace, "chat", 0, source_node)
+        done = await record(client, namespace, "chat", rid, ("Completed", "Failed"))
+        await settled(client, namespace, "chat-engine", 2)
+    assert done["phase"] == "Completed" and done["message"] == "migrated to instance=2", done
+    assert sampler.events > 5 and sampler.min_serving >= 2, sampler  # never below desired
+    isvc = await client.get(INFERENCE_SERVICES, "chat", namespace)
+    assert not any(k.startswith("ome.io/migration-request-v1-") for k in isvc["metadata"].get("annotations") or {})
+    obj = await client.get(INFERENCE_REPLICAS, "chat-engine", namespace)
+    assert sorted(r["index"] for r in obj["status"]["instanceStatuses"]) == [1, 2]
+    assert await node_of(client, namespace, 2) != source_node
+    # the events, in order, on the InferenceService
+    accepted = await events(client, namespace, "MigrationRequestAccepted")
+    completed = await until(lambda: events(client, namespace, "MigrationCompleted"))
+    assert accepted[0]["involvedObject"]["kind"] == "InferenceService"
+    assert completed[0]["involvedObject"]["name"] == "chat"
+    assert accepted[0]["firstTimestamp"] <= completed[0]["firstTimestamp"]
+    revision = obj["status"]["instanceStatuses"][-1]["runningRevision"]
+    assert completed[0]["message"] == (
+        f"OMENative migration uuid={rid} complete: component=engine instance=0 -> instance=2 (revision={revision})"
+    )
+    # the audit entry and the history
+    cm = await client.get(CONFIGMAPS, "chat-ome-migration-audit", namespace)
+    entries = json.loads(cm["data"]["history.json"])
+    assert [(e["requestUUID"], e["phase"], e["message"]) for e in entries] == [(rid, "Completed", "migrated")]
+    history = (await client.get(INFERENCE_SERVICES, "chat", namespace))["status"]["migrationHistory"]
+    assert history[-1]["id"] == rid and history[-1]["phase"] == "Completed"
+    assert history[-1]["replacementInstance"] == 2
+    # the rate cap: a second start in the window fails at once
+    other = await request(client, namespace, "chat", 1, await node_of(client, namespace, 1))
+    failed = await record(client, namespace, "chat", other, ("Failed",))
+    assert failed["message"] == "migration rate cap reached (1/1 in the last 1h0m0s)"
+    assert await until(lambda: events(client, namespace, "RateLimited"))
+
+
+async def test_mode_never_rejects_with_its_event(client: Client, namespace: str, manager: Manager) -> None:
+    await service(client, namespace, "pinned", replicas=1, mode="Never")
+    pods = set(await pods_of(client, namespace))
+    rid = await request(client, namespace, "pinned", 0, await node_of(client, namespace, 0))
+    failed = await record(client, namespace, "pinned", rid, ("Failed",))
+    assert failed["message"] == "migrations disabled by MigrationPolicy Mode=Never"
+    rejected = await until(lambda: events(client, namespace, "MigrationRequestRejected"))
+    assert rejected[0]["message"].endswith("migrations disabled by MigrationPolicy Mode=Never")
+    assert set(await pods_of(client, namespace)) == pods
+
+
+async def test_a_request_for_a_missing_component_is_rejected_and_removed(
+    client: Client, namespace: str, manager: Manager
+) -> None:
+    await service(client, namespace, "solo", replicas=1)
+    rid = str(uuid.uuid4())
+    value = {"schemaVersion": "v1", "component": "decoder", "instance": 0, "from_node": "gpu-node-1"}
+    await client.patch(INFERENCE_SERVICES, "solo",
+                       {"metadata": {"annotations": {f"ome.io/migration-request-v1-{rid}": json.dumps(value)}}},
+                       namespace)
+    rejected = await until(lambda: events(client, namespace, "MigrationRequestRejected"))
+    assert rejected[0]["message"] == f"migration request {rid}: the InferenceService has no decoder component"
+
+    async def removed() -> bool:
+        isvc = await client.get(INFERENCE_SERVICES, "solo", namespace)
+        return not (isvc["metadata"].get("annotations") or {})
+
+    await until(removed)
