@@ -64,6 +64,7 @@ from ome.resolution import (
     objects,
     overlays,
     replica_refs,
+    runtime_inheritance,
     runtimes,
     workload_metadata,
     workloads,
@@ -76,6 +77,8 @@ Obj = dict[str, Any]
 log = structlog.get_logger("ome.controllers.inferenceservice")
 
 RUNTIME_NOT_FOUND: Final = "RuntimeNotFound"
+RUNTIME_VALIDATION_ERROR: Final = "RuntimeValidationError"
+RUNTIME_FETCH_ERROR: Final = "RuntimeFetchError"
 MODEL_NOT_FOUND: Final = "ModelNotFound"
 MODEL_RECONCILE_ERROR: Final = "ModelReconcileError"
 DEPLOYMENT_MODE_ERROR: Final = "DeploymentModeError"
@@ -113,6 +116,13 @@ class Writer(converge.Writer, runtime_pinning.Creator, Protocol):
 _CONFIG_SNAPSHOT: ContextVar[InferenceServiceConfig | None] = ContextVar("isvc_config", default=None)
 """The config of the reconcile running in this task: concurrent reconciles (one per worker task) each
 read their own, so a ConfigMap edit never splits one reconcile between two configs."""
+
+
+def _inheritance_event_reason(isvc: Obj, *, has_model: bool) -> str:
+    """The event of a broken runtime chain, as runtime-inheritance.md names it."""
+    if rr.pins(isvc):
+        return rr.PIN_ERROR
+    return RUNTIME_VALIDATION_ERROR if has_model else RUNTIME_FETCH_ERROR
 
 
 class ComponentError(RetryError):
@@ -222,6 +232,14 @@ class InferenceServiceReconciler:
                 await self._runtime_unresolved(isvc, exc.message, has_model=model is not None, now=now)
                 return
             runtime, live_problem = None, exc.message  # a pinned service may serve from its revision
+        except runtime_inheritance.InheritanceError as exc:
+            # runtime-inheritance.md: the workload stays, a warning event names the chain's error, and
+            # the service retries (creating the missing parent changes no runtime this service names).
+            reason = _inheritance_event_reason(isvc, has_model=model is not None)
+            await self._runtime_unresolved(
+                isvc, exc.message, has_model=model is not None, now=now, event=(reason, exc.message)
+            )
+            raise RetryError(exc.message) from exc
         except models.ResolutionError as exc:  # not found, disabled, model without a format
             await self._runtime_unresolved(isvc, exc.message, has_model=model is not None, now=now)
             return
