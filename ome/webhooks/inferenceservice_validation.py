@@ -17,7 +17,7 @@ import re
 from typing import Any, Final
 
 from ome.omenative import migration_request
-from ome.resolution import models, modes, runtimes
+from ome.resolution import models, modes, runtime_inheritance, runtimes
 from ome.resolution import runtime_revisions as rr
 from ome.webhooks import annotation_validation, autoscaler_admission, replica_refs
 from ome.webhooks import inferenceservice_rollout as rollout
@@ -232,13 +232,14 @@ def resolve_references(reader: Reader, isvc: Obj) -> Outcome:
 
 
 def _runtime_only(reader: Reader, isvc: Obj) -> Outcome:
-    """Without a model there is nothing to match: only a disabled runtime is rejected here. A missing one
-    is left to the controller, which reports it in RuntimeReady; a pinned one renders its snapshot."""
+    """Without a model there is nothing to match: only a disabled runtime or a broken inheritance chain is
+    rejected here. A missing one is left to the controller, which reports it in RuntimeReady; a pinned one
+    renders its snapshot."""
     if dig(isvc, "spec", "runtime", "autoSync") is False:
         return Outcome()
     try:
         runtimes.resolve_runtime(reader, isvc, None)
-    except runtimes.RuntimeDisabled as exc:
+    except (runtimes.RuntimeDisabled, runtime_inheritance.InheritanceError) as exc:
         return Outcome.deny(exc.message)
     except models.ResolutionError:
         return Outcome()

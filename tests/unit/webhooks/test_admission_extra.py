@@ -338,3 +338,9 @@ def test_policy_webhooks_are_registered_for_delete() -> None:
         "rolloutpolicy.ome-webhook-server.validator",
     ):
         assert by_name[name]["rules"][0]["operations"] == ["CREATE", "UPDATE", "DELETE"]
+
+
+def test_runtime_only_isvc_naming_a_broken_chain_is_rejected_with_the_chain_error() -> None:
+    svc = isvc(namespace="llama-demo", runtime={"name": "sglang-llama-3-2-3b"}, engine={})
+    message = denied(run(ISVC_PATH, "InferenceService", svc, FakeReader((SR, child()))))
+    assert message == 'inherit-from parent "sglang-profile" not found (chain so far: [sglang-llama-3-2-3b])'
