@@ -17,13 +17,14 @@ from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
 from ome.controllers import inferencereplica, instancerollout
 from ome.controllers.migration import setup as migration
 from ome.controllers.migration.reconciler import MigrationSettings
+from ome.devcluster.kwok_stages import PULL_FAILS
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
 from ome.framework.resources import CONFIGMAPS
 from ome.omenative.migration_plan import Caps
 from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings
-from tests.e2e.test_instance_rollout import events, pods_of, replica, sampling, settled, until
+from tests.e2e.test_instance_rollout import events, pods_of, replica, runners, sampling, settled, until
 
 Obj = dict[str, Any]
 pytestmark = pytest.mark.usefixtures("ome_crds")
@@ -155,3 +156,63 @@ async def test_a_request_for_a_missing_component_is_rejected_and_removed(
         return not (isvc["metadata"].get("annotations") or {})
 
     await until(removed)
+
+
+@pytest.fixture
+async def slow_retry_manager(kubeconfig: Path) -> AsyncIterator[Manager]:
+    """No automatic retry within the test, so only a reset rebuilds a Failed Instance."""
+    client = await Client.from_kubeconfig(str(kubeconfig))
+    mgr = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
+                                         install_signal_handlers=False))
+    inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=3600))
+    migration.add_to_manager(mgr, MigrationSettings(instance_ready_timeout=120.0))
+    task = asyncio.create_task(mgr.run())
+    yield mgr
+    mgr.stop()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(task, 30)
+    await client.close()
+
+
+async def test_a_reset_rebuilds_a_failed_instance(
+    client: Client, namespace: str, slow_retry_manager: Manager
+) -> None:
+    body = replica("broken-engine", {"type": "SurgeThenDrain"}, 1, runners=runners(f"registry.invalid/{PULL_FAILS}:1"))
+    body["spec"]["lifecycle"]["instanceReadyTimeout"] = "3s"
+    await client.create(INFERENCE_REPLICAS, body, namespace)
+
+    async def failed() -> Obj | None:
+        obj = await client.get(INFERENCE_REPLICAS, "broken-engine", namespace)
+        rows = (obj.get("status") or {}).get("instanceStatuses") or []
+        return obj if rows and rows[0]["phase"] == "Failed" else None
+
+    await until(failed)
+    before = {p["metadata"]["uid"] for p in (await pods_of(client, namespace)).values()}
+    assert before
+    # a value other than all or indexes is rejected and removed
+    await client.patch(INFERENCE_REPLICAS, "broken-engine",
+                       {"metadata": {"annotations": {"ome.io/reset-instances": "All"}}}, namespace)
+    rejected = await until(lambda: events(client, namespace, "InstancesResetRejected"))
+    assert rejected[0]["message"] == (
+        f'InferenceReplica {namespace}/broken-engine component=engine: ome.io/reset-instances="All" rejected: '
+        '"All" is not a non-negative instance index; nothing reset'
+    )
+
+    async def answered() -> bool:
+        obj = await client.get(INFERENCE_REPLICAS, "broken-engine", namespace)
+        return "ome.io/reset-instances" not in (obj["metadata"].get("annotations") or {})
+
+    await until(answered)
+    await client.patch(INFERENCE_REPLICAS, "broken-engine",
+                       {"metadata": {"annotations": {"ome.io/reset-instances": "all"}}}, namespace)
+    reset = await until(lambda: events(client, namespace, "InstancesReset"))
+    assert reset[0]["message"].startswith(
+        f"InferenceReplica {namespace}/broken-engine component=engine: reset instance(s) 0 at operator request"
+    )
+    await until(answered)
+
+    async def rebuilt() -> set[str] | None:
+        uids = {p["metadata"]["uid"] for p in (await pods_of(client, namespace)).values()}
+        return uids if uids and not uids & before else None
+
+    await until(rebuilt)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.controllers.migration.reconciler import MigrationReconciler, MigrationSettings
+from ome.controllers.migration.reset import ResetReconciler
 from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder
@@ -48,4 +49,7 @@ def add_to_manager(manager: Manager, settings: MigrationSettings) -> Controller:
         .watches(pods, parent_of_pod)
     )
     manager.add_controller(controller)
+    resets = Controller("instancereset", ResetReconciler(manager.client, cache, recorder=recorder,
+                                                         columnar=settings.columnar))
+    manager.add_controller(resets.for_(replicas))
     return controller
