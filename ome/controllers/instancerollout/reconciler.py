@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -243,14 +243,30 @@ class InstanceRolloutReconciler:
         """Pod writes, each kind together: evictions and drains, in-place patches, creations, gates."""
         ns = replica["metadata"]["namespace"]
         deletes = [n for n in sorted(set(plan.deletes)) if not self._fresh("delete", ns, n)]
-        await asyncio.gather(*(self._delete_pod(ns, n) for n in deletes))
-        await asyncio.gather(*(self._set_gate(ns, n, "False") for n in sorted(set(plan.close_gates))))
+        await self._batch([(("delete", ns, n), self._delete_pod(ns, n)) for n in deletes])
+        closes = sorted(set(plan.close_gates))
+        await self._batch([(("gate-False", ns, n), self._set_gate(ns, n, "False")) for n in closes])
         patches = [(n, d) for n, d in plan.image_patches if not self._fresh(f"patch-{d}", ns, n)]
-        await asyncio.gather(*(self._patch_images(ns, n, known[d], d) for n, d in patches))
+        await self._batch([((f"patch-{d}", ns, n), self._patch_images(ns, n, known[d], d))
+                           for n, d in patches])
         bodies = [(c, self._pod_body(replica, c, known)) for c in plan.creates]
         bodies = [(c, b) for c, b in bodies if not self._fresh("create", ns, b["metadata"]["name"])]
-        await asyncio.gather(*(self._create_pod(replica, b, c.index) for c, b in bodies))
-        await asyncio.gather(*(self._set_gate(ns, n, "True") for n in sorted(set(plan.open_gates))))
+        await self._batch([(("create", ns, b["metadata"]["name"]), self._create_pod(replica, b, c.index))
+                           for c, b in bodies])
+        opens = sorted(set(plan.open_gates))
+        await self._batch([(("gate-True", ns, n), self._set_gate(ns, n, "True")) for n in opens])
+
+    async def _batch(self, writes: list[tuple[tuple[str, str, str], Awaitable[None]]]) -> None:
+        """Runs one kind of pod writes to the end of every one. A write that failed is forgotten, so the
+        work queue's retry makes it again (remembered, it was skipped as one the cache had not shown
+        yet, and nothing woke the replica after); the first failure is raised after the whole batch."""
+        results = await asyncio.gather(*(write for _, write in writes), return_exceptions=True)
+        failures = [(key, result) for (key, _), result in zip(writes, results, strict=True)
+                    if isinstance(result, BaseException)]
+        for key, _ in failures:
+            self._recent.pop(key, None)
+        if failures:
+            raise failures[0][1]
 
     async def _delete_pod(self, ns: str, name: str) -> None:
         with contextlib.suppress(errors.NotFound):

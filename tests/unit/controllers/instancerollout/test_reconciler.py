@@ -7,6 +7,8 @@ import copy
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from ome.api.resources import INFERENCE_REPLICAS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.framework import errors
@@ -152,3 +154,24 @@ async def test_zero_timeouts_count_as_unset() -> None:
     await mover.reconcile(REQ)
     [row] = rows(world)
     assert row["phase"] == "Updating" and "deadline" not in row["operation"]
+
+
+async def test_a_surge_pod_create_the_quota_rejects_is_made_on_the_next_pass() -> None:
+    """A rejected create is not remembered as made: the retry after the error creates the pod (it used
+    to be skipped for 30 s as a write the cache had not shown yet, and nothing woke the replica after)."""
+    world = World()
+    await start(world, {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}})
+    mover = rollout(world)
+    surge = "chat-engine-0-default-1"
+    world.api.fail[("create", surge)] = errors.Forbidden(
+        403, "Forbidden", f'pods "{surge}" is forbidden: exceeded quota: q, requested: pods=1, used: pods=3, '
+        "limited: pods=3"
+    )
+    change_image(world, "img:2")
+    await world.reconcile()
+    with pytest.raises(errors.Forbidden):
+        await mover.reconcile(REQ)
+    assert surge not in world.pods()
+    del world.api.fail[("create", surge)]  # the quota is raised
+    await mover.reconcile(REQ)  # the work queue's retry of the failed pass
+    assert surge in world.pods()
