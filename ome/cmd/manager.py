@@ -179,6 +179,10 @@ async def run(args: argparse.Namespace) -> int:
             log.error(str(exc))
             print(f"ome-manager: {exc}", file=sys.stderr)
             return 1
+        except (errors.ApiError, OSError) as exc:  # the apiserver unreachable at start: exit, be restarted
+            log.error("unable to read the operator configuration", error=str(exc))
+            print(f"ome-manager: unable to read the operator configuration: {exc}", file=sys.stderr)
+            return 1
         if args.webhook_cert_bootstrap and args.webhook_port != 0:
             try:
                 await cert_bootstrap.ensure_serving_certificate(client, **_bootstrap_options(args))
@@ -229,7 +233,10 @@ async def run(args: argparse.Namespace) -> int:
             log.error("Failed to start manager", error=str(exc))  # the documented line; then exit 1
             return 1
         finally:
-            await wiring.unregister_webhooks(client, registered)
+            try:
+                await wiring.unregister_webhooks(client, registered)
+            except (errors.ApiError, OSError) as exc:  # e.g. the apiserver down when the Lease was lost
+                log.warning("webhook configurations not removed", error=str(exc))
         return 0
     finally:
         await client.close()
