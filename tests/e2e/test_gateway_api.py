@@ -1,7 +1,7 @@
 """e2e: Gateway API ingress and backend traffic policy on the local control plane.
 
-The Gateway API standard-channel CRDs (v1.6.1), Envoy Gateway's BackendTrafficPolicy CRD (v1.9.0) and
-Istio's DestinationRule CRD (1.29.6) are installed from tests/e2e/fixtures/gateway. No gateway controller
+The Gateway API standard-channel CRDs, Envoy Gateway's BackendTrafficPolicy CRD and Istio's DestinationRule
+CRD are installed with structural schemas of the fields OME writes (tests/e2e/gateway_crds.py). No gateway controller
 runs: the tests write the Gateway's and the routes' status the way one would, to drive IngressReady.
 """
 
@@ -26,10 +26,10 @@ from ome.framework.client import Client
 from ome.framework.controller import Controller
 from ome.framework.reconcile import Request
 from ome.resolution import traffic_policy as tp
+from tests.e2e import gateway_crds as gateway_crd_defs
 from tests.e2e.isvc_support import CountingWriter, catalog, condition, eventually, in_process_manager
 
 Obj = dict[str, Any]
-FIXTURES = Path(__file__).parent / "fixtures" / "gateway"
 GATEWAYS = resources.register(resources.Resource(
     "gateway.networking.k8s.io", "v1", "Gateway", "gateways", True, frozenset({"status"})))
 CONTROLLER_NAME = "gateway.envoyproxy.io/gatewayclass-controller"
@@ -37,9 +37,11 @@ NOW = "2026-01-01T00:00:00Z"
 
 
 @pytest.fixture(scope="session")
-async def gateway_crds(kubeconfig: Path, ome_crds: list[str]) -> AsyncIterator[list[str]]:
+async def gateway_crds(
+    kubeconfig: Path, ome_crds: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[list[str]]:
     async with await Client.from_kubeconfig(str(kubeconfig)) as c:
-        names = await install_crds(c, FIXTURES)
+        names = await install_crds(c, gateway_crd_defs.write(tmp_path_factory.mktemp("gateway-crds")))
         yield names
         for name in names:  # later tests see a cluster without them again
             with contextlib.suppress(errors.NotFound):
