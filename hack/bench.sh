@@ -14,3 +14,4 @@ $py bench/bench_cache.py --kubeconfig "$kubeconfig" --pods 1000 --churn 2000 --w
 echo "== admission latency";   $py bench/bench_admission.py
 echo "== InferenceService (RawDeployment)"; $py bench/bench_isvc.py --kubeconfig "$kubeconfig"
 echo "== OMENative InferenceReplicas";     $py bench/bench_omenative.py "$kubeconfig" 100
+echo "== fault suite (3 managers, 20 InferenceServices)"; $py bench/chaos.py --state-dir "$state" --services 20
