@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler (and kubectl when the machine's is
-# older than 1.35), etcd and kwok from the Go module proxy into a cache keyed by their versions.
+# older than 1.35), etcd, kwok and helm from the Go module proxy into a cache keyed by their versions
+# (helm is checked by its own version inside that directory, so a new helm pin rebuilds only helm).
 # Prints the bin directory on the last line of stdout. Binaries whose --version matches are skipped.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -124,9 +125,32 @@ build_kwok() {
   log "built kwok in $((SECONDS - t0))s"
 }
 
+build_helm() {
+  [ -n "${HELM_VERSION:-}" ] || return 0
+  if [ -x "$bin/helm" ] && "$bin/helm" version --template '{{.Version}}' 2>/dev/null | grep -qxF -- "$HELM_VERSION"; then
+    log "helm $HELM_VERSION cached"; return 0
+  fi
+  local dir="$root/src/helm"
+  mkdir -p "$dir"
+  local gomod; gomod=$(mod_gomod "helm.sh/helm/v3@$HELM_VERSION")
+  {
+    echo "module ome.local/helmbuild"
+    echo
+    grep -E '^go [0-9]' "$gomod"
+    echo "require helm.sh/helm/v3 $HELM_VERSION"
+    gen_replaces "$gomod" "$HELM_VERSION"
+  } > "$dir/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "helm.sh/helm/v3/cmd/helm"\n' > "$dir/tools.go"
+  log "building helm $HELM_VERSION"
+  local t0=$SECONDS
+  (cd "$dir" && go mod tidy >&2 && go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" -o "$bin/helm" helm.sh/helm/v3/cmd/helm)
+  log "built helm in $((SECONDS - t0))s"
+}
+
 start=$SECONDS
 build_etcd
 build_kwok
 build_kube
+build_helm
 log "control plane ready in $bin ($((SECONDS - start))s)"
 echo "$bin"

@@ -1,0 +1,100 @@
+"""The Helm charts are generated from config/ and render to the same objects.
+
+(1) charts/ is what `python -m ome.cmd.chartgen` writes from today's config/ (no drift); (2) rendered with
+their default values the charts give exactly config/default's objects (less its Namespace, which Helm's
+--create-namespace makes) plus the benchmarkjob-config ConfigMap; with `webhook.certManager.enabled` those
+of config/certmanager; with `modelAgent.enabled` also config/modelagent's. The e2e test renders with the
+real `helm template` and installs.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import yaml
+
+from ome.cmd import chartgen
+
+Obj = dict[str, Any]
+
+
+def by_key(objs: list[Obj]) -> dict[tuple[str, str, str], Obj]:
+    keyed = {chartgen.object_key(o): o for o in objs}
+    assert len(keyed) == len(objs), "no object twice"
+    return keyed
+
+
+def test_committed_charts_are_generated_from_config() -> None:
+    files = chartgen.charts()
+    for path, text in files.items():
+        committed = chartgen.CHARTS / path
+        assert committed.exists(), f"charts/{path} missing: run python -m ome.cmd.chartgen"
+        assert committed.read_text() == text, f"charts/{path} is stale: run python -m ome.cmd.chartgen"
+    on_disk = {str(p.relative_to(chartgen.CHARTS)) for p in chartgen.CHARTS.rglob("*") if p.is_file()}
+    assert on_disk == set(files), "no file under charts/ that the generator does not write"
+
+
+def test_defaults_render_config_default() -> None:
+    rendered = by_key(chartgen.render_defaults())
+    expected = by_key(chartgen.config_default_objects())
+    assert set(rendered) == set(expected)
+    for key, obj in expected.items():
+        assert rendered[key] == obj, key
+    deployment = rendered[("Deployment", "ome", "ome-controller-manager")]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    # The chart's documented settings reach the manager: 4 workers, QPS/burst 100/200, its lease timing.
+    for arg in ("--inferenceservice-max-concurrent-reconciles=4", "--kube-api-qps=100", "--kube-api-burst=200",
+                "--leader-elect-lease-duration=60s", "--webhook-cert-bootstrap"):
+        assert arg in args
+
+
+def test_every_value_is_a_template_and_the_whole_config_is_values() -> None:
+    values = yaml.safe_load((chartgen.CHARTS / "ome-resources" / "values.yaml").read_text())
+    config = yaml.safe_load((chartgen.CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
+    assert values["ome"]["inferenceserviceConfig"] == config["data"]
+    manager = (chartgen.CHARTS / "ome-resources" / "templates" / "manager.yaml").read_text()
+    for path in (".Values.ome.controller.image", ".Values.ome.controller.replicaCount",
+                 ".Values.ome.controller.leaderElection.leaseDuration", ".Values.ome.controller.kubeApiQps",
+                 ".Values.ome.controller.kubeApiBurst",
+                 ".Values.ome.controller.inferenceserviceMaxConcurrentReconciles",
+                 ".Values.webhook.certManager.enabled"):
+        assert path in manager
+    assert ".Values.ome.inferenceserviceConfig" in (
+        chartgen.CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
+
+
+def test_cert_manager_switch_renders_config_certmanager() -> None:
+    rendered = by_key(chartgen.render_defaults(cert_manager=True))
+    expected = by_key(chartgen.config_default_objects())
+    # config/certmanager: no selfsigned component, its Issuer and Certificate, CA injection annotations.
+    deployment = copy.deepcopy(by_key([chartgen._manager_doc()])[("Deployment", "ome", "ome-controller-manager")])
+    expected[("Deployment", "ome", "ome-controller-manager")] = deployment
+    for doc in chartgen._load("certmanager", "certificate.yaml"):
+        expected[chartgen.object_key(doc)] = doc
+    for key, obj in expected.items():
+        if key[0].endswith("WebhookConfiguration"):
+            obj["metadata"]["annotations"] = {"cert-manager.io/inject-ca-from": "ome/serving-cert"}
+    assert set(rendered) == set(expected)
+    for key, obj in expected.items():
+        assert rendered[key] == obj, key
+    args = rendered[("Deployment", "ome", "ome-controller-manager")]["spec"]["template"]["spec"]["containers"][0]
+    assert "--webhook-cert-bootstrap" not in args["args"]
+
+
+def test_model_agent_switch_adds_config_modelagent() -> None:
+    rendered = by_key(chartgen.render_defaults(model_agent=True))
+    base = by_key(chartgen.render_defaults())
+    agent = by_key(chartgen._load("modelagent", "rbac.yaml") + chartgen._load("modelagent", "daemonset.yaml"))
+    assert set(rendered) == set(base) | set(agent)
+    for key, obj in agent.items():
+        assert rendered[key] == obj, key
+
+
+def test_benchmark_config_is_what_the_controller_reads() -> None:
+    from ome.controllers.benchmarkjob import builder
+
+    cm = by_key(chartgen.render_defaults())[("ConfigMap", "ome", "benchmarkjob-config")]
+    assert builder.pod_config(cm["data"]) == builder.PodConfig()
+    assert json.loads(cm["data"]["benchmarkjob"])["podConfig"]["image"] == builder.DEFAULT_IMAGE
