@@ -88,6 +88,7 @@ class Settings:
             instance_ready_timeout=parse_duration(life.instance_ready_timeout),
             stuck_grace=parse_duration(life.stuck_pod_grace_period) if life.stuck_pod_grace_period else None,
             columnar=self.config.omenative_status.status_encoding == "ColumnarV2",
+            force_delete=self.config.lifecycle.force_delete(),
             max_concurrent_reconciles=self.inferencereplica_workers)
 
     def rollout_settings(self) -> RolloutSettings:

@@ -249,7 +249,7 @@ class TeardownConfig(_Section):
 # Documented lifecycle keys this controller validates but does not act on yet; the manager names each one
 # that is set in a startup warning, so none is ignored silently.
 LIFECYCLE_NOT_ACTED_ON: Final = ("gangScheduleTimeout", "scaleUpPodBatchSize", "scaleDownPodBatchSize",
-                                 "scaleDownRequeueInterval", "forceDelete", "autoMigrate")
+                                 "scaleDownRequeueInterval", "autoMigrate")
 
 
 class LifecycleConfig(_Section):
@@ -299,6 +299,18 @@ class LifecycleConfig(_Section):
         if len(numbers) < 2 or min(numbers) <= 0 or not seconds or seconds <= 0:
             return None
         return int(str(per_window)), float(seconds), int(str(in_flight))
+
+    def force_delete(self) -> tuple[float, float] | None:
+        """lifecycle.forceDelete as (overdueSlack, nodeUnreachableThreshold) seconds; None (escalation off)
+        unless both are durations above zero."""
+        block = (self.model_extra or {}).get("forceDelete")
+        if not isinstance(block, dict):
+            return None
+        values = [block.get("overdueSlack"), block.get("nodeUnreachableThreshold")]
+        seconds = [parse_duration(v) if isinstance(v, str) and is_duration(v) else None for v in values]
+        if any(s is None or s <= 0 for s in seconds):
+            return None
+        return float(seconds[0] or 0), float(seconds[1] or 0)
 
     def not_acted_on(self) -> list[str]:
         """The documented keys set here that this controller does not act on (see LIFECYCLE_NOT_ACTED_ON)."""

@@ -1,9 +1,10 @@
 """Where a migration is remembered (pure): the audit ConfigMap `{isvc}-ome-migration-audit` and the
 InferenceService's `status.migrationHistory`.
 
-The ConfigMap's `history.json` is a JSON list, oldest first, bounded to the last 200 entries: one entry
-per request, written `Started` when OME takes the request and replaced by its outcome when it ends
-(`Completed` with `migrated`, or `Failed` with the failure message). `kubectl ome migration history`
+The ConfigMap's `history.json` is `{"entries": [...]}`, oldest first, bounded to the last 200 entries:
+one entry per request, written `Started` when OME takes the request and replaced by its outcome when it
+ends (`Completed` with `migrated`, or `Failed` with the failure message), and one per force-deleted pod
+(reason `ForceDelete`, outcome `force-delete-unreachable`). `kubectl ome migration history`
 reads it. The history on the InferenceService keeps the same bound.
 """
 
@@ -30,6 +31,8 @@ def entries_of(configmap: Mapping[str, Any] | None) -> list[Entry]:
         parsed = json.loads(raw)
     except ValueError:
         return []
+    if isinstance(parsed, dict):
+        parsed = parsed.get("entries") or []
     return [e for e in parsed if isinstance(e, dict)] if isinstance(parsed, list) else []
 
 
@@ -37,7 +40,7 @@ def started_entry(component: str, record: Mapping[str, Any], requested_by: str |
     entry: Entry = {
         "requestUUID": record["requestUUID"],
         "component": component,
-        "instance": record["sourceInstance"],
+        "sourceInstance": record["sourceInstance"],
         "fromNode": record.get("fromNode"),
         "phase": STARTED,
         "startedAt": record["startedAt"],
@@ -55,11 +58,12 @@ def finished_entry(component: str, record: Mapping[str, Any]) -> Entry:
     entry: Entry = {
         "requestUUID": record["requestUUID"],
         "component": component,
-        "instance": record["sourceInstance"],
+        "sourceInstance": record["sourceInstance"],
         "fromNode": record.get("fromNode"),
         "phase": record.get("phase"),
         "startedAt": record.get("startedAt"),
         "completedAt": record.get("completedAt"),
+        "outcome": "migrated" if completed else record.get("message") or "",
         "message": "migrated" if completed else record.get("message") or "",
     }
     if record.get("surgeInstance") is not None:
@@ -84,7 +88,21 @@ def merge(entries: Sequence[Entry], new: Sequence[Entry]) -> list[Entry]:
 
 
 def configmap_data(entries: Sequence[Entry]) -> dict[str, str]:
-    return {DATA_KEY: json.dumps(list(entries), separators=(",", ":"), sort_keys=True)}
+    return {DATA_KEY: json.dumps({"entries": list(entries)}, separators=(",", ":"), sort_keys=True)}
+
+
+def configmap_body(isvc: Mapping[str, Any], data: Mapping[str, str]) -> dict[str, Any]:
+    """A new audit ConfigMap, owned by the InferenceService (it goes when the service does)."""
+    meta = isvc["metadata"]
+    return {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": configmap_name(meta["name"]), "namespace": meta["namespace"],
+            "ownerReferences": [{"apiVersion": isvc.get("apiVersion", "ome.io/v1beta1"),
+                                 "kind": "InferenceService", "name": meta["name"], "uid": meta["uid"]}],
+        },
+        "data": dict(data),
+    }
 
 
 def history_entry(component: str, record: Mapping[str, Any], requested_by: str | None = None) -> Entry:

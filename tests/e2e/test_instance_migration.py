@@ -13,14 +13,16 @@ from typing import Any
 
 import pytest
 
-from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
+from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.controllers import inferencereplica, instancerollout
 from ome.controllers.migration import setup as migration
 from ome.controllers.migration.reconciler import MigrationSettings
 from ome.devcluster.kwok_stages import PULL_FAILS
+from ome.devcluster.nodes import gpu_node
+from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
-from ome.framework.resources import CONFIGMAPS
+from ome.framework.resources import CONFIGMAPS, NODES
 from ome.omenative.migration_plan import Caps
 from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings
@@ -116,8 +118,8 @@ async def test_a_requested_move_ends_on_another_node_without_a_dip(
     )
     # the audit entry and the history
     cm = await client.get(CONFIGMAPS, "chat-ome-migration-audit", namespace)
-    entries = json.loads(cm["data"]["history.json"])
-    assert [(e["requestUUID"], e["phase"], e["message"]) for e in entries] == [(rid, "Completed", "migrated")]
+    entries = json.loads(cm["data"]["history.json"])["entries"]
+    assert [(e["requestUUID"], e["phase"], e["outcome"]) for e in entries] == [(rid, "Completed", "migrated")]
     history = (await client.get(INFERENCE_SERVICES, "chat", namespace))["status"]["migrationHistory"]
     assert history[-1]["id"] == rid and history[-1]["phase"] == "Completed"
     assert history[-1]["replacementInstance"] == 2
@@ -216,3 +218,65 @@ async def test_a_reset_rebuilds_a_failed_instance(
         return uids if uids and not uids & before else None
 
     await until(rebuilt)
+
+
+@pytest.fixture
+async def escalation_manager(kubeconfig: Path) -> AsyncIterator[Manager]:
+    client = await Client.from_kubeconfig(str(kubeconfig))
+    mgr = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
+                                         install_signal_handlers=False))
+    inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=1.0))
+    migration.add_to_manager(mgr, MigrationSettings(instance_ready_timeout=120.0, force_delete=(1.0, 1.0)))
+    task = asyncio.create_task(mgr.run())
+    yield mgr
+    mgr.stop()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(task, 30)
+    await client.close()
+
+
+@contextlib.asynccontextmanager
+async def node_deleted(client: Client, name: str) -> AsyncIterator[None]:
+    """The Node object gone (node-gone evidence); put back afterwards for the other tests."""
+    await client.delete(NODES, name)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(errors.AlreadyExists):
+            await client.create(NODES, gpu_node(int(name.rsplit("-", 1)[1])))
+
+
+async def test_stuck_pods_on_a_deleted_node_escalate_only_without_finalizers(
+    client: Client, namespace: str, escalation_manager: Manager
+) -> None:
+    await service(client, namespace, "stuck", replicas=1)
+    pod_name = "stuck-engine-0-default-0"
+    first = await node_of(client, namespace, 0)
+    await client.patch(PODS, pod_name, {"metadata": {"finalizers": ["example.com/cleanup"]}}, namespace)
+    async with node_deleted(client, first):
+        await client.delete(PODS, pod_name, namespace, grace_period_seconds=1)
+        blocked = await until(lambda: events(client, namespace, "PodDeleteBlockedByFinalizer"))
+        assert blocked[0]["involvedObject"]["name"] == "stuck"
+        assert blocked[0]["message"].startswith(f"OMENative component=engine instance=0: pod {pod_name} is ")
+        assert blocked[0]["message"].endswith(
+            "past its own deletion deadline but pinned by finalizers [example.com/cleanup]; OME never strips "
+            "another controller's finalizer — the finalizer owner must resolve it"
+        )
+        pod = await client.get(PODS, pod_name, namespace)
+        assert pod["metadata"]["finalizers"] == ["example.com/cleanup"]  # never stripped
+        assert not await events(client, namespace, "PodForceDeleted")
+        # without its finalizer the pod is still Terminating on a gone node: now it is force-deleted
+        await client.patch(PODS, pod_name, {"metadata": {"finalizers": None}}, namespace)
+        forced = await until(lambda: events(client, namespace, "PodForceDeleted"))
+        assert forced[0]["type"] == "Warning"
+        assert forced[0]["message"].startswith(
+            f"OMENative component=engine instance=0: force-deleted stuck-Terminating pod {pod_name} on node "
+            f"{first} (evidence=node-gone, "
+        )
+        cm = await client.get(CONFIGMAPS, "stuck-ome-migration-audit", namespace)
+        entries = json.loads(cm["data"]["history.json"])["entries"]
+        assert [(e["reason"], e["outcome"], e["fromNode"]) for e in entries] == [
+            ("ForceDelete", "force-delete-unreachable", first)
+        ]
+        await settled(client, namespace, "stuck-engine", 1)  # the work that waited goes on
+        assert await node_of(client, namespace, 0) != first

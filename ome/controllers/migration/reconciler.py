@@ -54,6 +54,8 @@ class MigrationSettings:
     instance_ready_timeout: float | None = 1800.0
     stuck_grace: float | None = None
     columnar: bool = False
+    force_delete: tuple[float, float] | None = None
+    """lifecycle.forceDelete (overdueSlack, nodeUnreachableThreshold) seconds; None: escalation off."""
     event_component: str = "ome-inferencereplica-controller"
     max_concurrent_reconciles: int = 1
 
@@ -253,15 +255,8 @@ class MigrationReconciler:
         entries = audit.merge(audit.entries_of(current), new)
         data = audit.configmap_data(entries)
         if current is None:
-            body = {
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": cm_name, "namespace": ns, "ownerReferences": [{
-                    "apiVersion": isvc.get("apiVersion", "ome.io/v1beta1"), "kind": "InferenceService",
-                    "name": meta["name"], "uid": meta["uid"]}]},
-                "data": data,
-            }
             with contextlib.suppress(errors.AlreadyExists):
-                await self._client.create(CONFIGMAPS, body, ns)
+                await self._client.create(CONFIGMAPS, audit.configmap_body(isvc, data), ns)
                 self.writes += 1
             return
         if current.get("data") != data:

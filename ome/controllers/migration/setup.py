@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, OME_GROUP, PODS
 from ome.controllers.migration.reconciler import MigrationReconciler, MigrationSettings
 from ome.controllers.migration.reset import ResetReconciler
+from ome.controllers.migration.stuck import StuckDeletionReconciler, replicas_on_node
 from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
+from ome.framework.resources import NODES
+from ome.omenative import force_delete
 from ome.omenative import instance_names as names
 from ome.omenative import migration_request as mr
 
@@ -52,4 +55,14 @@ def add_to_manager(manager: Manager, settings: MigrationSettings) -> Controller:
     resets = Controller("instancereset", ResetReconciler(manager.client, cache, recorder=recorder,
                                                          columnar=settings.columnar))
     manager.add_controller(resets.for_(replicas))
+    if settings.force_delete is not None:
+        nodes = cache.informer_for(NODES)
+        stuck = StuckDeletionReconciler(manager.client, cache, force_delete.Settings(*settings.force_delete),
+                                        recorder=recorder)
+        manager.add_controller(
+            Controller("stuckdeletion", stuck)
+            .for_(replicas)
+            .owns(pods, OME_GROUP, "InferenceReplica")
+            .watches(nodes, replicas_on_node(cache))
+        )
     return controller

@@ -69,7 +69,7 @@ def test_documented_keys_not_acted_on_are_named() -> None:
                                      ' "scaleDownRequeueInterval": "5s", "forceDelete": {"after": "10m"},'
                                      ' "instanceReadyTimeout": "30m"}'})
     assert config.lifecycle.not_acted_on() == ["gangScheduleTimeout", "scaleUpPodBatchSize",
-                                               "scaleDownRequeueInterval", "forceDelete"]
+                                               "scaleDownRequeueInterval"]  # forceDelete is acted on
     assert cfg.parse({"lifecycle": '{"instanceReadyTimeout": "30m"}'}).lifecycle.not_acted_on() == []
 
 
