@@ -402,9 +402,13 @@ def trigger(row: Row, expected: set[str], current: Mapping[str, PodView]) -> tup
             failure: Row = {"podName": name, "containerName": pod.container, "reason": pod.restart_reason}
             if pod.exit_code is not None:
                 failure["exitCode"] = pod.exit_code
+            # As documented: "... restarted after Ready: OOMKilled (exit 137)" when the kubelet said why.
+            cause = f": {pod.restart_reason}" if pod.restart_reason else ""
+            if pod.exit_code is not None:
+                cause += f" (exit {pod.exit_code})"
             return (
                 name,
-                f"container {pod.container} restarted after Ready",
+                f"container {pod.container} restarted after Ready{cause}",
                 {k: v for k, v in failure.items() if v is not None},
             )
     return None

@@ -559,9 +559,9 @@ class InferenceReplicaReconciler:
         # After the write: a once-only event is stamped in `announced` by the write that follows it.
         for type_, reason, message in plan.events:
             if self._recorder is not None:
-                # InstanceFailed is for the user: on the InferenceService, as documented (troubleshoot,
-                # Instances fail); a standalone replica has none and keeps it.
-                target = _parent_service(replica) if reason == "InstanceFailed" else None
+                # Instance events are for the user: on the InferenceService, as documented (troubleshoot,
+                # Instances fail; instance-restart-policy); a standalone replica has none and keeps them.
+                target = _parent_service(replica) if reason in _INSTANCE_EVENTS else None
                 self._recorder.event(target or replica, "Warning" if type_ == "Warning" else "Normal", reason,
                                      message)
 
@@ -638,6 +638,11 @@ def min_ready_seconds(replica: Mapping[str, Any]) -> int:
     if value is None:
         value = (spec.get("lifecycle") or {}).get("minReadySeconds")
     return int(value or 0)
+
+
+_INSTANCE_EVENTS: Final = frozenset(
+    {"InstanceFailed", "RestartTriggered", "RestartCompleted", "TerminalPodRecycled"}
+)
 
 
 def _parent_service(replica: Mapping[str, Any]) -> Obj | None:
