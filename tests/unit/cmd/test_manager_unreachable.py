@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from ome.cmd import manager
+from ome.framework import log_setup
 
 
 def _closed_port() -> int:
@@ -30,7 +31,8 @@ async def test_an_unreachable_apiserver_at_start_exits_1_with_a_clear_line(
     }))  # fmt: skip
     args = manager.parse_args(["--kubeconfig", str(kubeconfig), "--webhook-port", "0",
                                "--metrics-bind-address", "0", "--health-probe-bind-address", "0"])
-    assert await manager.run(args) == 1
+    log_setup.configure_from_zap_flags(args)  # as main() does: logs go to this test's stderr
+    assert await manager.run(args) == 1  # not raised
     err = capsys.readouterr().err
     assert "ome-manager: unable to read the operator configuration" in err
     assert "Traceback" not in err
