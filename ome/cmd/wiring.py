@@ -89,6 +89,7 @@ class Settings:
             stuck_grace=parse_duration(life.stuck_pod_grace_period) if life.stuck_pod_grace_period else None,
             columnar=self.config.omenative_status.status_encoding == "ColumnarV2",
             force_delete=self.config.lifecycle.force_delete(),
+            auto_migrate_attempts=self.config.lifecycle.auto_migrate_attempts(),
             max_concurrent_reconciles=self.inferencereplica_workers)
 
     def rollout_settings(self) -> RolloutSettings:

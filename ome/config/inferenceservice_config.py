@@ -249,7 +249,7 @@ class TeardownConfig(_Section):
 # Documented lifecycle keys this controller validates but does not act on yet; the manager names each one
 # that is set in a startup warning, so none is ignored silently.
 LIFECYCLE_NOT_ACTED_ON: Final = ("gangScheduleTimeout", "scaleUpPodBatchSize", "scaleDownPodBatchSize",
-                                 "scaleDownRequeueInterval", "autoMigrate")
+                                 "scaleDownRequeueInterval")
 
 
 class LifecycleConfig(_Section):
@@ -299,6 +299,14 @@ class LifecycleConfig(_Section):
         if len(numbers) < 2 or min(numbers) <= 0 or not seconds or seconds <= 0:
             return None
         return int(str(per_window)), float(seconds), int(str(in_flight))
+
+    def auto_migrate_attempts(self) -> int | None:
+        """lifecycle.autoMigrate.maxAttempts when a positive integer; None turns relocation off."""
+        block = (self.model_extra or {}).get("autoMigrate")
+        value = block.get("maxAttempts") if isinstance(block, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            return None
+        return value
 
     def force_delete(self) -> tuple[float, float] | None:
         """lifecycle.forceDelete as (overdueSlack, nodeUnreachableThreshold) seconds; None (escalation off)

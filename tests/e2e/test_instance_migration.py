@@ -41,7 +41,7 @@ async def manager(kubeconfig: Path) -> AsyncIterator[Manager]:
     instancerollout.add_to_manager(mgr, RolloutSettings(instance_ready_timeout=120.0))
     # One start per window, so the second request in a test meets the cap.
     migration.add_to_manager(mgr, MigrationSettings(caps=Caps(max_per_window=1, window=3600.0, max_in_flight=3),
-                                                    instance_ready_timeout=120.0))
+                                                    instance_ready_timeout=120.0, auto_migrate_attempts=3))
     task = asyncio.create_task(mgr.run())
     yield mgr
     mgr.stop()
@@ -280,3 +280,26 @@ async def test_stuck_pods_on_a_deleted_node_escalate_only_without_finalizers(
         ]
         await settled(client, namespace, "stuck-engine", 1)  # the work that waited goes on
         assert await node_of(client, namespace, 0) != first
+
+
+async def test_deleting_the_node_under_a_running_instance_relocates_it(
+    client: Client, namespace: str, manager: Manager
+) -> None:
+    await service(client, namespace, "moved", replicas=1)
+    first = await node_of(client, namespace, 0)
+    async with node_deleted(client, first):
+        triggered = await until(lambda: events(client, namespace, "AutoMigrationTriggered"))
+        assert triggered[0]["involvedObject"]["name"] == "moved"
+        assert triggered[0]["message"] == (
+            f"OMENative component=engine instance=0 relocated off node {first} (attempt 1/3)"
+        )
+        obj = await client.get(INFERENCE_REPLICAS, "moved-engine", namespace)
+        [rec] = obj["status"]["migrations"]
+        assert (rec["phase"], rec["trigger"], rec["fromNode"]) == ("Relocated", "Auto", first)
+        await settled(client, namespace, "moved-engine", 1)
+        assert await node_of(client, namespace, 0) != first
+        pod = (await pods_of(client, namespace))["moved-engine-0-default-0"]
+        required = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": [first]} in (
+            required["nodeSelectorTerms"][0]["matchExpressions"]
+        )

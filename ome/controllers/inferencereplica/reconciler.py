@@ -40,6 +40,7 @@ from ome.framework.reconcile import Request, Result
 from ome.omenative import instance_names as names
 from ome.omenative import (
     instances,
+    migration_relocate,
     pod_render,
     podmonitor,
     revisions,
@@ -418,9 +419,14 @@ class InferenceReplicaReconciler:
             ctx.desired,
             (replica["spec"].get("topologyKey") or None),
         )
-        return [
+        bodies = [
             p for p in pod_render.instance_pods(replica, data, ident) if p["metadata"]["name"] in create.names
         ]
+        # An Instance OME relocated avoids the nodes it left (ome.omenative.migration_relocate).
+        avoid = migration_relocate.avoided_nodes(replica.get("status"), create.index)
+        for body in bodies if avoid else ():
+            body["spec"]["affinity"] = migration_relocate.placement(body["spec"].get("affinity"), avoid)
+        return bodies
 
     async def _create_pod(self, key: tuple[str, str], body: Obj) -> None:
         try:

@@ -32,13 +32,13 @@ from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
-from ome.framework.resources import CONFIGMAPS
+from ome.framework.resources import CONFIGMAPS, NODES
 from ome.framework.store import OWNER_INDEX
 from ome.omenative import instance_names as names
 from ome.omenative import migration_audit as audit
 from ome.omenative import migration_plan as mp
+from ome.omenative import migration_relocate, pod_render, revisions, status, teardown
 from ome.omenative import migration_request as mr
-from ome.omenative import pod_render, revisions, status, teardown
 from ome.omenative.pods_view import format_time
 from ome.omenative.revisions import RevisionData
 from ome.omenative.rollout_pods import rollout_pod
@@ -54,6 +54,8 @@ class MigrationSettings:
     instance_ready_timeout: float | None = 1800.0
     stuck_grace: float | None = None
     columnar: bool = False
+    auto_migrate_attempts: int | None = None
+    """lifecycle.autoMigrate.maxAttempts; None: no automatic relocation."""
     force_delete: tuple[float, float] | None = None
     """lifecycle.forceDelete (overdueSlack, nodeUnreachableThreshold) seconds; None: escalation off."""
     event_component: str = "ome-inferencereplica-controller"
@@ -90,6 +92,8 @@ class MigrationReconciler:
             )
             if replica is None or teardown.deleting(replica):
                 continue
+            if self._settings.auto_migrate_attempts:
+                replica = await self._relocate(isvc, replica)
             if not (replica.get("status") or {}).get("migrations"):
                 continue
             after = await self._move(isvc, replica)
@@ -231,7 +235,9 @@ class MigrationReconciler:
         )
         body = pod_render.render_pod(replica, data, runner, ident)
         if avoid is not None:
-            body["spec"]["affinity"] = placement(body["spec"].get("affinity"), *avoid)
+            node, hints = avoid
+            affinity = body["spec"].get("affinity")
+            body["spec"]["affinity"] = migration_relocate.placement(affinity, [node], hints)
         return body
 
     async def _gate(self, ns: str, name: str, value: str) -> None:
@@ -242,6 +248,41 @@ class MigrationReconciler:
             await self._client.patch(PODS, name, {"status": {"conditions": [condition]}}, ns,
                                      patch_type="strategic", subresource="status")
             self.writes += 1
+
+    async def _relocate(self, isvc: Obj, replica: Obj) -> Obj:
+        """Automatic relocation (ome.omenative.migration_relocate): records and rows in one status write,
+        then the pods left behind are deleted (grace 0 on a dead node)."""
+        meta, spec, prev = replica["metadata"], replica["spec"], replica.get("status") or {}
+        raw = self._owned(PODS, replica)
+        on = {n for p in raw if (n := (p.get("spec") or {}).get("nodeName"))}
+        nodes = {n: self._cache.get_or_none(NODES, n) for n in on}
+        lifecycle = spec.get("lifecycle") or {}
+        threshold = self._settings.force_delete[1] if self._settings.force_delete else 300.0
+        out = migration_relocate.plan(migration_relocate.Inputs(
+            replica_uid=meta["uid"], component=spec["component"], records=list(prev.get("migrations") or []),
+            rows=status.rows_of(prev), pods=raw, nodes=nodes, now=self._now(),
+            max_attempts=self._settings.auto_migrate_attempts,
+            mode=((lifecycle.get("migrationPolicy") or {}).get("mode")) or "Auto",
+            not_ready_threshold=threshold,
+        ))
+        if not out.changed:
+            return replica
+        rows = {int(r["index"]): r for r in status.rows_of(prev)} | out.rows
+        keep = ("instanceStatuses", "instanceStatusColumns", "instanceStatusEncoding", "migrations")
+        new = {k: v for k, v in prev.items() if k not in keep}
+        columnar = self._settings.columnar or prev.get("instanceStatusEncoding") == "ColumnarV2"
+        new.update(status.instance_rows(sorted(rows.values(), key=lambda r: int(r["index"])), columnar))
+        new["migrations"] = out.records
+        written = await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": new})
+        self.writes += 1
+        for name, force in out.deletes:
+            with contextlib.suppress(errors.NotFound):
+                grace = 0 if force else None
+                await self._client.delete(PODS, name, meta["namespace"], grace_period_seconds=grace)
+                self.writes += 1
+        for type_, reason, message in out.events:
+            self._event(isvc, type_, reason, message)
+        return written
 
     # -- records --------------------------------------------------------------------------------
 
@@ -300,23 +341,3 @@ class MigrationReconciler:
             for r in self._owned(CONTROLLER_REVISIONS, replica)
             if r.get("data")
         }
-
-
-def placement(affinity: Mapping[str, Any] | None, avoid: str, hints: tuple[str, ...]) -> Obj:
-    """The surge's node affinity: never `avoid` (ANDed into each required term), prefer `hints`."""
-    out: Obj = dict(affinity or {})
-    node = dict(out.get("nodeAffinity") or {})
-    if avoid:
-        expr = {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": [avoid]}
-        required = dict(node.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-        terms = [dict(t) for t in required.get("nodeSelectorTerms") or []] or [{}]
-        for term in terms:
-            term["matchExpressions"] = [*(term.get("matchExpressions") or []), expr]
-        node["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
-    if hints:
-        preferred = list(node.get("preferredDuringSchedulingIgnoredDuringExecution") or [])
-        preferred.append({"weight": 100, "preference": {"matchExpressions": [
-            {"key": "kubernetes.io/hostname", "operator": "In", "values": list(hints)}]}})
-        node["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
-    out["nodeAffinity"] = node
-    return out

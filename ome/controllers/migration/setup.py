@@ -43,6 +43,8 @@ def add_to_manager(manager: Manager, settings: MigrationSettings) -> Controller:
     replicas = cache.informer_for(INFERENCE_REPLICAS)
     pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
+    if settings.auto_migrate_attempts:
+        cache.informer_for(NODES)  # relocation reads the nodes the pods run on
     recorder = EventRecorder(manager.client, settings.event_component)
     reconciler = MigrationReconciler(manager.client, cache, settings, recorder=recorder)
     controller = (
