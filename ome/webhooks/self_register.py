@@ -53,13 +53,22 @@ async def register(
     mutating, validating = registry.webhook_configurations(
         config, name=name, namespace_selector=namespace_selector
     )
-    await client.apply(
-        resources.MUTATING_WEBHOOK_CONFIGURATIONS, mutating, field_manager=FIELD_MANAGER, force=True
-    )
-    await client.apply(
-        resources.VALIDATING_WEBHOOK_CONFIGURATIONS, validating, field_manager=FIELD_MANAGER, force=True
-    )
+    await _apply_replacing(client, resources.MUTATING_WEBHOOK_CONFIGURATIONS, mutating)
+    await _apply_replacing(client, resources.VALIDATING_WEBHOOK_CONFIGURATIONS, validating)
     return Registration(name, ca_bundle)
+
+
+async def _apply_replacing(client: Client, res: resources.Resource, body: dict[str, Any]) -> None:
+    """Apply; a configuration written by a chart or kustomize install keeps its `service` clientConfig
+    (owned by another field manager), so adding our `url` makes it invalid (both set): replace it."""
+    try:
+        await client.apply(res, body, field_manager=FIELD_MANAGER, force=True)
+    except errors.Invalid:
+        try:
+            await client.delete(res, body["metadata"]["name"])
+        except errors.NotFound:
+            pass
+        await client.apply(res, body, field_manager=FIELD_MANAGER, force=True)
 
 
 async def unregister(client: Client, registration: Registration, *, only_if_ours: bool = False) -> None:
