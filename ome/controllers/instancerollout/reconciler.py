@@ -120,7 +120,21 @@ class InstanceRolloutReconciler:
                 creates=len(plan.creates),
                 deletes=len(plan.deletes),
             )
-        return Result(requeue_after=plan.wake_after)
+        wake = plan.wake_after
+        if (memory := self._memory_ends(written)) is not None:
+            wake = memory if wake is None else min(wake, memory)
+        return Result(requeue_after=wake)
+
+    def _memory_ends(self, replica: Mapping[str, Any]) -> float | None:
+        """Seconds until the first remembered write of this replica's pods is forgotten. A write skipped
+        because of it (a pod deleted and made again under the same name looks like a delete the cache
+        has not shown) is then made on a pass no event may bring, so the pass asks for one."""
+        ns = replica["metadata"]["namespace"]
+        prefix = names.component_name(names.base_name(replica), replica["spec"]["component"]) + "-"
+        now = time.monotonic()
+        left = [_RECENT - (now - at) for (_, key_ns, name), at in self._recent.items()
+                if key_ns == ns and name.startswith(prefix)]
+        return max(min(left), 0.1) if left else None
 
     # -- observe ------------------------------------------------------------------------------
 

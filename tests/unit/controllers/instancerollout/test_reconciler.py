@@ -4,6 +4,7 @@ controller keeps the set, and neither undoes the other."""
 from __future__ import annotations
 
 import copy
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -175,3 +176,18 @@ async def test_a_surge_pod_create_the_quota_rejects_is_made_on_the_next_pass() -
     del world.api.fail[("create", surge)]  # the quota is raised
     await mover.reconcile(REQ)  # the work queue's retry of the failed pass
     assert surge in world.pods()
+
+
+async def test_a_write_skipped_as_remembered_wakes_the_replica_when_the_memory_ends() -> None:
+    """Pod names repeat across incarnations: a write remembered under a name the cache shows again (a
+    pod deleted and recreated under it) is skipped, and no event may come to retry it, so the pass asks
+    to run again by the time the memory ends (found by the fault suite: a drain stalled)."""
+    world = World()
+    await start(world, {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}})
+    mover = rollout(world)
+    change_image(world, "img:2")
+    await world.reconcile()
+    mover._recent[("create", "ns", "chat-engine-0-default-1")] = time.monotonic()  # made just now
+    result = await mover.reconcile(REQ)
+    assert "chat-engine-0-default-1" not in world.pods()
+    assert result.requeue_after is not None and 0 < result.requeue_after <= 30
