@@ -8,6 +8,7 @@ first, and the others wait in Accepted:
     Accepted --no lifecycle.audit caps--> Accepted (MigrationPolicyUnconfigured, once)
     Accepted --source gone--> Failed (MigrationRequestRejected)
     Accepted --from_node hosts none of the source's pods--> Failed (MigrationFromNodeMismatch)
+    Accepted --the source's revision can only run on from_node--> Failed (MigrationNodeAffinityConflict)
     Accepted --maxMigrationsPerWindow reached--> Failed (RateLimited)
     Accepted --another move runs, paused, the source busy or not Ready--> Accepted (waits)
     Accepted --start--> SurgePending (MigrationRequestAccepted): the source row goes Migrating, a surge
@@ -54,6 +55,7 @@ WEDGED: Final = frozenset(
     {"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "InvalidImageName"}
 )
 
+_HOSTNAME: Final = "kubernetes.io/hostname"
 NEVER_MESSAGE: Final = "migrations disabled by MigrationPolicy Mode=Never"
 UNCONFIGURED_MESSAGE: Final = "waiting for migration capacity policy (no lifecycle.audit configured)"
 ACCEPTED_EXPIRED: Final = "deadline exceeded in phase Accepted: surge never allocated"
@@ -194,6 +196,10 @@ def _step_accepted(
             inp, rec, f"request.FromNode={from_node} does not match observed source node={','.join(on)}",
             "MigrationFromNodeMismatch", out,
         )
+    data = inp.revisions.get(names.hash_of_revision(source.get("runningRevision") or ""))
+    if data is not None and from_node and pinned(data, from_node):
+        return _fail(inp, rec, f"source node affinity requires from_node {from_node}",
+                     "MigrationNodeAffinityConflict", out)
     if any(r.get("phase") in ACTIVE for r in records) or inp.paused or _busy(rows):
         return rec
     if source.get("phase") != "Ready" or source.get("operation") or not on:
@@ -208,6 +214,26 @@ def _step_accepted(
                    f"{go_duration(inp.caps.window)})")
         return _fail(inp, rec, message, "RateLimited", out)
     return _start(inp, rec, source, rows, pods, out)
+
+
+def pinned(data: RevisionData, node: str) -> bool:
+    """The revision's pods can only run on `node`: nodeName, a hostname nodeSelector, or required node
+    affinity whose every term allows only that hostname."""
+    for runner in data.runners:
+        spec = (runner.template or {}).get("spec") or {}
+        if spec.get("nodeName") == node or (spec.get("nodeSelector") or {}).get(_HOSTNAME) == node:
+            return True
+        required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                    .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+        terms = required.get("nodeSelectorTerms") or []
+        only = [{"key": _HOSTNAME, "operator": "In", "values": [node]}]
+        if terms and all(
+            any({**e, "values": sorted(set(e.get("values") or []))} == only[0]
+                for e in t.get("matchExpressions") or [])
+            for t in terms
+        ):
+            return True
+    return False
 
 
 def _busy(rows: Mapping[int, Row]) -> bool:

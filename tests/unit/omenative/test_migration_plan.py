@@ -228,3 +228,20 @@ def test_a_settled_pass_changes_nothing() -> None:
     done = allocated("00000000-0000-4000-8000-000000000002", 5)
     out = mp.plan(inputs([done], rows, pods))
     assert out.records == [done] and not out.rows and not out.events and not out.creates
+
+
+def test_a_source_pinned_to_from_node_fails_with_the_affinity_conflict() -> None:
+    from ome.omenative.revisions import from_spec, revision_hash
+    from tests.unit.omenative import builders
+
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-node-1"]}]}]}}}
+    pinned = from_spec({"runners": [{**builders.runners()[0], "template": builders.template("img:1",
+                                                                                          affinity=affinity)}]})
+    assert pinned is not None
+    digest = revision_hash(pinned)
+    rows = [{**ready_row(0), "runningRevision": f"chat-engine-{digest}"}, ready_row(1)]
+    out = mp.plan(inputs([record()], rows, [pod(0, digest=digest), pod(1)], revisions={H_OLD: OLD, digest: pinned}))
+    assert out.records[0]["message"] == "source node affinity requires from_node gpu-node-1"
+    assert out.events[0][1] == "MigrationNodeAffinityConflict"
+    assert mp.pinned(pinned, "gpu-node-1") and not mp.pinned(OLD, "gpu-node-1")
