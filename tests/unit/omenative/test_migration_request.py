@@ -115,3 +115,23 @@ def test_history_entry_and_its_bound() -> None:
 def test_lifecycle_audit_caps_need_all_three_above_zero(block: Any, caps: Any) -> None:
     raw = {"instanceReadyTimeout": "30m"} | ({"audit": block} if block is not None else {})
     assert LifecycleConfig.model_validate(raw).migration_caps() == caps
+
+
+@pytest.mark.parametrize(("configured", "expected"), [(False, "True"), (True, "False")])
+def test_policy_unconfigured_condition_follows_the_config_for_a_waiting_record(configured: bool,
+                                                                                expected: str) -> None:
+    from datetime import UTC, datetime
+
+    from ome.omenative import revisions, status
+    from tests.unit.omenative.builders import replica
+
+    rep = replica()
+    rep["status"] = {"migrations": [{"requestUUID": UUID, "phase": "Accepted", "sourceInstance": 0}]}
+    data = revisions.from_spec(rep["spec"])
+    assert data is not None
+    out = status.compute(status.Inputs(replica=rep, rows=[], pods=[], revisions={"abc": data}, desired=1,
+                                       update_revision="chat-engine-abc", now=datetime(2026, 1, 1, tzinfo=UTC),
+                                       migration_audit_configured=configured))
+    cond = next(c for c in out["conditions"] if c["type"] == "MigrationPolicyUnconfigured")
+    assert cond["status"] == expected
+    assert out["migrations"] == rep["status"]["migrations"]  # carried by the replica controller's write
