@@ -66,6 +66,11 @@ async def test_pin_drift_and_roll_forward(client: Client, namespace: str, ome_cr
         deployment = await eventually(lambda: _deployment(client, namespace))
         assert _args(deployment) == ["--model", "$(MODEL_PATH)"]
 
+        async def ready() -> bool:
+            return (condition(await _isvc(client, namespace), "Ready") or {}).get("status") == "True"
+
+        await eventually(ready, timeout=90)
+        await _settled(writer)  # the reconciles that brought it to Ready are done
         writes_before = len(writer.writes)
         ctrl.queue.add(Request(namespace, NAME))  # a no-op reconcile: nothing changed
         await asyncio.sleep(2)
@@ -184,3 +189,13 @@ async def test_gc_marks_unmarks_and_deletes_with_server_side_apply(client: Clien
     await gc_pass(timedelta(0))  # the grace has passed: deletes
     items, _ = await client.list(resources.CONTROLLER_REVISIONS, namespace)
     assert {item["metadata"]["name"] for item in items} == {used}
+
+
+async def _settled(writer: Any, quiet: float = 2.0, timeout: float = 60.0) -> None:
+    """Wait until the controller has made no write for `quiet` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    count = -1
+    while loop.time() < deadline and count != len(writer.writes):
+        count = len(writer.writes)
+        await asyncio.sleep(quiet)
