@@ -357,4 +357,4 @@ async def test_omenative_pdb_counts_pods(client: Client, namespace: str, ome_crd
         assert pdb["spec"]["selector"]["matchLabels"]["ome.io/managed-by"] == "OMENative"
         await client.patch(resources.INFERENCE_REPLICAS, "chat-engine", {"spec": {"replicas": 3}}, namespace,
                            subresource="scale")
-        await eventually(lambda: budget(8), timeout=60)  # follows the count: 3 x 3 - 1
+        await eventually(lambda: budget(8), timeout=120)  # follows the count: 3 x 3 - 1
