@@ -257,7 +257,7 @@ class Fleet:
                  "--webhook-self-register", f"--webhook-port={webhook_port}",
                  f"--metrics-bind-address=127.0.0.1:{metrics_port}", "--health-probe-bind-address=0",
                  "--inferenceservice-max-concurrent-reconciles=4", "--zap-encoder=json"],
-                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )  # fmt: skip
         m = ManagerProc(user, proc, log, metrics_port, webhook_port)
         self.procs.append(m)
