@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ome.cmd import flags
-from ome.devcluster import kwok_stages, nodes, paths
+from ome.devcluster import components, kwok_stages, nodes, paths
 from ome.devcluster.cluster import Cluster
 from ome.devcluster.kubeapi import KubeApi, KubeApiError
 from ome.devcluster.processes import ComponentError
@@ -40,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
                            help="fake GPU nodes to create, gpu-node-0..N-1 (kwok, 8 nvidia.com/gpu each)")
             p.add_argument("--timeout", type=float, default=180.0,
                            help="seconds each component may take to become healthy before `up` fails")
+            p.add_argument("--profile", choices=components.PROFILES, default="default",
+                           help="`scale` raises kube-controller-manager's and kube-scheduler's client "
+                                "limits (--kube-api-qps/--kube-api-burst 500/1000) and KCM's Deployment "
+                                "and ReplicaSet workers, so the apiserver and etcd set the pace; a running "
+                                "cluster in another profile is restarted")
     sub.add_parser("build", help="build (or verify) the control-plane binaries and print their directory",
                    formatter_class=flags.HelpFormatter, allow_abbrev=False)
     fake = sub.add_parser("fake-gpu-nodes", help="for any cluster running kwok (e.g. kind): create the fake "
@@ -82,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = Cluster(args.state_dir)
     if args.verb == "up":
         try:
-            info = cluster.up(gpu_nodes=args.gpu_nodes, timeout=args.timeout,
+            info = cluster.up(gpu_nodes=args.gpu_nodes, timeout=args.timeout, profile=args.profile,
                               log=lambda m: print(m, file=sys.stderr))
         except (ComponentError, TimeoutError) as exc:
             print(f"ome-dev: cluster failed to start: {exc}", file=sys.stderr)

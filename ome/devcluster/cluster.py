@@ -109,9 +109,13 @@ class Cluster:
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def up(
-        self, *, gpu_nodes: int = 4, timeout: float = 180.0, log: Callable[[str], None] = print
+        self, *, gpu_nodes: int = 4, timeout: float = 180.0, log: Callable[[str], None] = print,
+        profile: str = "default",
     ) -> ClusterInfo:
-        if self.healthy():
+        """`profile` is one of components.PROFILES; a healthy cluster is reused only in the same profile."""
+        if profile not in components.PROFILES:
+            raise ValueError(f"unknown cluster profile {profile!r}; expected one of {components.PROFILES}")
+        if self.healthy() and self.profile() == profile:
             log(f"cluster already running in {self.state_dir}")
             return self.info()
         self.down(quiet=True)
@@ -124,7 +128,8 @@ class Cluster:
         write_kubeconfig(self.kubeconfig, server, keys)
         kwok_config = self.state_dir / "kwok.yaml"
         kwok_config.write_text(kwok_stages.kwok_config_yaml())
-        state: dict[str, Any] = {"server": server, "ports": asdict(ports), "components": []}
+        state: dict[str, Any] = {"server": server, "ports": asdict(ports), "profile": profile,
+                                 "components": []}
         _save_state(self.state_dir, state)
         started = time.monotonic()
         try:
@@ -136,9 +141,10 @@ class Cluster:
             apiserver = components.kube_apiserver(bin_dir, self.state_dir, keys, ports,
                                                   audit_policy=audit_policy, audit_log=self.audit_log)
             self._start(state, apiserver, timeout, log, ready=lambda: _api_ready(api))
-            self._start(state, components.kube_controller_manager(bin_dir, self.kubeconfig, keys, ports),
-                        timeout, log)
-            self._start(state, components.kube_scheduler(bin_dir, self.kubeconfig, ports), timeout, log)
+            kcm = components.kube_controller_manager(bin_dir, self.kubeconfig, keys, ports, profile=profile)
+            self._start(state, kcm, timeout, log)
+            scheduler = components.kube_scheduler(bin_dir, self.kubeconfig, ports, profile=profile)
+            self._start(state, scheduler, timeout, log)
             self._start(state, components.kwok(bin_dir, self.kubeconfig, kwok_config, ports), timeout, log)
             for i in range(gpu_nodes):
                 api.create("/api/v1/nodes", nodes.gpu_node(i))
@@ -243,6 +249,11 @@ class Cluster:
         crt, key = pki.client_cert(keys, user, groups)
         write_kubeconfig(path, state["server"], keys, client=(crt, key), user=user)
         return path
+
+    def profile(self) -> str | None:
+        """The profile the cluster in state_dir was started with (None when there is none)."""
+        state = _load_state(self.state_dir)
+        return None if state is None else str(state.get("profile", "default"))
 
     def info(self) -> ClusterInfo:
         state = _load_state(self.state_dir) or {}

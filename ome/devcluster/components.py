@@ -9,6 +9,19 @@ from ome.devcluster.pki import Pki
 
 KWOK_NODE_LABEL = ("type", "kwok")
 
+PROFILES = ("default", "scale")
+"""`default`: the components' own client limits. `scale`: kube-controller-manager and kube-scheduler with
+client limits and worker counts high enough that the apiserver and etcd, not these clients, set the pace
+(KCM's default of 20 requests/s caps pod creation near 10 per second)."""
+
+SCALE_CLIENT = ("--kube-api-qps=500", "--kube-api-burst=1000")
+SCALE_KCM_WORKERS = ("--concurrent-deployment-syncs=50", "--concurrent-replicaset-syncs=50")
+
+
+def _check_profile(profile: str) -> None:
+    if profile not in PROFILES:
+        raise ValueError(f"unknown cluster profile {profile!r}; expected one of {', '.join(PROFILES)}")
+
 
 @dataclass(frozen=True, slots=True)
 class Ports:
@@ -89,7 +102,10 @@ def kube_apiserver(
     return Component("kube-apiserver", argv, None)
 
 
-def kube_controller_manager(bin_dir: Path, kubeconfig: Path, pki: Pki, ports: Ports) -> Component:
+def kube_controller_manager(
+    bin_dir: Path, kubeconfig: Path, pki: Pki, ports: Ports, *, profile: str = "default"
+) -> Component:
+    _check_profile(profile)
     argv = [
         str(bin_dir / "kube-controller-manager"), f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
@@ -98,16 +114,21 @@ def kube_controller_manager(bin_dir: Path, kubeconfig: Path, pki: Pki, ports: Po
         f"--cluster-signing-cert-file={pki.ca_crt}", f"--cluster-signing-key-file={pki.ca_key}",
         "--use-service-account-credentials=false", "--profiling=false",
     ]
+    if profile == "scale":
+        argv += [*SCALE_CLIENT, *SCALE_KCM_WORKERS]
     return Component("kube-controller-manager", argv, f"https://127.0.0.1:{ports.controller_manager}/healthz")
 
 
-def kube_scheduler(bin_dir: Path, kubeconfig: Path, ports: Ports) -> Component:
+def kube_scheduler(bin_dir: Path, kubeconfig: Path, ports: Ports, *, profile: str = "default") -> Component:
+    _check_profile(profile)
     argv = [
         str(bin_dir / "kube-scheduler"), f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
         "--bind-address=127.0.0.1", f"--secure-port={ports.scheduler}", "--leader-elect=false",
         "--profiling=false",
     ]
+    if profile == "scale":
+        argv += list(SCALE_CLIENT)
     return Component("kube-scheduler", argv, f"https://127.0.0.1:{ports.scheduler}/healthz")
 
 
