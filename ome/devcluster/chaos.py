@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -398,8 +399,9 @@ class Harness:
             await self.fleet.wait_leader()
             await self.wait_webhook()
             for svc in self.services:
-                await c.create(resources.INFERENCE_SERVICES, isvc_body(svc, self.model, self.runtime),
-                               self.namespace)
+                body = isvc_body(svc, self.model, self.runtime)
+                await admitted(functools.partial(c.create, resources.INFERENCE_SERVICES, body,
+                                                 self.namespace))
             await self.wait_converged(self.config.recover_timeout)
         except BaseException:
             await self.__aexit__(None, None, None)
@@ -455,8 +457,9 @@ class Harness:
         for svc in chosen:
             svc.tag += 1
             runner = {"name": "ome-container", "image": svc.image}
-            await self.client.patch(resources.INFERENCE_SERVICES, svc.name,
-                                    {"spec": {"engine": {"runner": runner}}}, self.namespace)
+            patch = {"spec": {"engine": {"runner": runner}}}
+            await admitted(functools.partial(self.client.patch, resources.INFERENCE_SERVICES, svc.name, patch,
+                                             self.namespace))
         return chosen
 
     async def pods(self) -> list[Obj]:
@@ -511,6 +514,19 @@ class Harness:
                     return obs, time.monotonic() - started, worst
             if time.monotonic() - started > timeout:
                 return obs, time.monotonic() - started, worst
+            await asyncio.sleep(0.5)
+
+
+async def admitted(write: Callable[[], Awaitable[Obj]], timeout: float = 60.0) -> Obj:
+    """A user's write, retried while admission is unavailable: a manager that just registered its
+    webhooks answers 503 until its informers have synced (and the apiserver may be restarting)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await write()
+        except (errors.ServerError, errors.TransportError):
+            if time.monotonic() > deadline:
+                raise
             await asyncio.sleep(0.5)
 
 
