@@ -163,6 +163,8 @@ class InferenceServiceReconciler:
         self.routing = routing.Routing(reader, recorder, routing_facts or routing.RoutingFacts())
         self._reader = reader
         self._writer = writer
+        self._status_written: dict[tuple[str, str], tuple[str | None, Obj]] = {}
+        """Per service: the resourceVersion it had when we last wrote its status, and that status."""
         self._recorder = recorder
         self._startup_config = config
         self._lws_served = lws_served
@@ -488,9 +490,18 @@ class InferenceServiceReconciler:
             pass
 
     async def _write_status(self, isvc: Obj, computed: Obj) -> None:
-        if not status.differs(isvc.get("status") or {}, computed):
-            return
         meta = isvc["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        baseline = isvc.get("status") or {}
+        written = self._status_written.pop(key, None)
+        if written is not None and written[0] == meta.get("resourceVersion"):
+            # The cache has not shown our last status write yet, and the service's own status events
+            # start no reconcile: compare with what we wrote, or a change back to the cached status
+            # would be skipped and the written one stay for good.
+            baseline = written[1]
+            self._status_written[key] = written
+        if not status.differs(baseline, computed):
+            return
         body = {
             "apiVersion": "ome.io/v1beta1",
             "kind": "InferenceService",
@@ -500,6 +511,7 @@ class InferenceServiceReconciler:
         await self._writer.apply(
             resources.INFERENCE_SERVICES, body, field_manager=converge.FIELD_MANAGER, subresource="status"
         )
+        self._status_written[key] = (meta.get("resourceVersion"), computed)
 
     # -- cache reads -------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ reconcile renders and reports with one config."""
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -168,3 +169,33 @@ def test_converge_reports_why() -> None:
     assert converge.reasons(desired, None) == ["created"]
     cached = {**desired, "spec": {"selector": {"app": "y"}, "clusterIP": "10.0.0.1"}}
     assert converge.reasons(desired, cached) == ["spec.selector.app"]
+
+
+def _ready(isvc: Obj | None) -> bool:
+    conds = ((isvc or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+
+def _available(world: FakeWorld, value: str) -> None:
+    engine(world)["status"] = {"replicas": 1, "availableReplicas": 1 if value == "True" else 0,
+                               "conditions": [{"type": "Available", "status": value}]}
+
+
+async def test_a_status_change_back_while_the_cache_lags_our_write_is_still_written() -> None:
+    """Found by the fault suite: the Deployment was briefly unavailable, the service's status said so,
+    and the reconcile after the Deployment recovered compared with a cache that had not shown that write
+    (the service's own status events start no reconcile): Ready stayed False for good."""
+    world, reconciler = await settled()
+    _available(world, "True")
+    await reconciler.reconcile(REQ)
+    ready = copy.deepcopy(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
+    assert ready is not None and _ready(ready)
+    _available(world, "False")
+    await reconciler.reconcile(REQ)
+    written = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert not _ready(written)
+    world.put(r.INFERENCE_SERVICES, copy.deepcopy(ready))  # the cache still shows the Ready service
+    _available(world, "True")
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.writes == [("apply/status", "InferenceService", "llama")]
