@@ -63,7 +63,8 @@ class Reader(runtime_pinning.Lister, Protocol):
 
 
 class Writer(converge.Writer, Protocol):
-    async def update_scale(self, res: Resource, name: str, namespace: str | None, replicas: int) -> Obj: ...
+    async def patch(self, res: Resource, name: str, patch: Obj, namespace: str | None = None, *,
+                    subresource: str | None = None) -> Obj: ...
 
 
 class ComponentFailed(RetryError):
@@ -160,14 +161,23 @@ class AutoscalerReconciler:
         if desired.pdb_error is not None:
             raise ComponentFailed(desired.pdb_error)
         await self._converge_pdb(isvc, inputs, desired.pdb)
-        if desired.scale_to is not None and plan.mode in _WORKLOADS:
-            log.info("Setting replicas", component=plan.component, replicas=desired.scale_to)
-            try:
-                await self._writer.update_scale(_WORKLOADS[plan.mode], plan.name, namespace, desired.scale_to)
-            except errors.NotFound:
-                pass  # the workload is not created yet; its watch brings the service back
+        if desired.scale_to is not None and inputs.workload is not None:
+            await self._scale(plan.mode, inputs.workload, desired.scale_to)
         return deciding.status_entry(inputs, desired, _old_autoscaler(isvc, plan.component),
                                      _rfc3339(self._clock()))
+
+    async def _scale(self, mode: str, workload: Mapping[str, Any], replicas: int) -> None:
+        """Set the count through the scale subresource, only over the count this decision was made from:
+        the cached resourceVersion is a precondition, so a `kubectl scale` or an autoscaler's write that
+        the cache has not seen yet is never overwritten (409: requeued, decided again)."""
+        meta = workload["metadata"]
+        log.info("Setting replicas", workload=meta["name"], replicas=replicas)
+        body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {"replicas": replicas}}
+        try:
+            await self._writer.patch(_WORKLOADS[mode], meta["name"], body, meta["namespace"],
+                                     subresource="scale")
+        except errors.NotFound:
+            pass  # deleted meanwhile; its watch brings the service back
 
     # -- reads ------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from ome.api import resources as r
 from ome.api.resources import Resource
 from ome.config import inferenceservice_config as cfg
 from ome.controllers.autoscaler import reconciler as rec
+from ome.framework import errors
 from ome.framework.reconcile import Request
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import models, runtimes
@@ -33,12 +34,18 @@ class World(FakeWorld):
         super().__init__()
         self.scaled: list[tuple[str, str, int]] = []
 
-    async def update_scale(self, res: Resource, name: str, namespace: str | None, replicas: int) -> Obj:
-        self.writes.append(("scale", res.kind, name))
-        self.scaled.append((res.kind, name, replicas))
+    async def patch(self, res: Resource, name: str, patch: Obj, namespace: str | None = None, *,
+                    subresource: str | None = None) -> Obj:
+        assert subresource == "scale"
         obj = self.get_or_none(res, name, namespace)
-        assert obj is not None
-        obj["spec"]["replicas"] = replicas
+        if obj is None:
+            raise errors.NotFound(404, "NotFound", name)
+        if patch["metadata"]["resourceVersion"] != obj["metadata"].get("resourceVersion"):
+            raise errors.Conflict(409, "Conflict", "the object has been modified")
+        self.writes.append(("scale", res.kind, name))
+        self.scaled.append((res.kind, name, patch["spec"]["replicas"]))
+        obj["spec"]["replicas"] = patch["spec"]["replicas"]
+        obj["metadata"]["resourceVersion"] = str(int(obj["metadata"].get("resourceVersion") or 0) + 1)
         return obj
 
     async def apply(self, res: Resource, obj: Obj, *, field_manager: str, force: bool = True,
@@ -106,8 +113,8 @@ def _workload(world: World, kind: Resource, replicas: int | None) -> Obj:
     isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
     assert isvc is not None
     owner = [{"uid": isvc["metadata"]["uid"], "controller": True, "kind": "InferenceService", "name": "llama"}]
-    return world.put(kind, {"metadata": {"name": "llama-engine", "namespace": "demo", "ownerReferences": owner},
-                            "spec": spec})
+    return world.put(kind, {"metadata": {"name": "llama-engine", "namespace": "demo", "ownerReferences": owner,
+                                         "resourceVersion": "7"}, "spec": spec})
 
 
 async def test_default_hpa_and_pdb_then_a_noop_reconcile_writes_nothing() -> None:
@@ -366,3 +373,26 @@ async def test_keda_status_takes_counts_from_the_hpa_keda_made_and_the_scaled_ob
     assert scalers.keda_hpa_name({"metadata": {"name": "so"}}) == "keda-hpa-so"
     assert scalers.keda_hpa_name({"metadata": {"name": "so"}, "spec": {"advanced": {
         "horizontalPodAutoscalerConfig": {"name": "mine"}}}}) == "mine"
+
+
+async def test_a_count_written_since_the_cache_was_read_is_never_overwritten() -> None:
+    world = World()
+    _put_isvc(world, deploymentMode="OMENative", engine={"minReplicas": 2})
+    replica = _workload(world, r.INFERENCE_REPLICAS, None)
+    stale = copy.deepcopy(replica)
+    replica["spec"]["replicas"] = 3  # kubectl scale, not yet in the cache the reconciler decides from
+    replica["metadata"]["resourceVersion"] = "8"
+
+    class StaleCache(World):
+        def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> Obj | None:
+            return stale if res == r.INFERENCE_REPLICAS else world.get_or_none(res, name, namespace)
+
+    reader = StaleCache()
+    reconciler = rec.AutoscalerReconciler(
+        reader=reader, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
+        config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
+        clock=lambda: NOW)
+    reader.objects = world.objects
+    with pytest.raises(errors.Conflict):
+        await reconciler.reconcile(REQ)  # requeued; decided again from the fresh cache
+    assert replica["spec"]["replicas"] == 3
