@@ -31,6 +31,7 @@ from ome.api import resources
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.config.durations import parse_duration
 from ome.controllers import drift
+from ome.controllers.serving_gate import set_serving_gate
 from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
@@ -453,21 +454,7 @@ class InferenceReplicaReconciler:
 
     async def _set_gate(self, ns: str, name: str, value: str) -> None:
         """The serving readiness gate: the kubelet (kwok here) folds it into the pod's Ready."""
-        condition = {
-            "type": names.SERVING_GATE,
-            "status": value,
-            "lastTransitionTime": format_time(self._now()),
-            "reason": "InRotation" if value == "True" else "Drained",
-        }
-        with contextlib.suppress(errors.NotFound):
-            await self._client.patch(
-                PODS,
-                name,
-                {"status": {"conditions": [condition]}},
-                ns,
-                patch_type="strategic",
-                subresource="status",
-            )
+        if await set_serving_gate(self._client, ns, name, value, self._now()):
             self.writes += 1
 
     async def _ensure_pod_groups(self, replica: Obj, ctx: instances.Context, plan: instances.Plan) -> None:

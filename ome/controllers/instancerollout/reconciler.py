@@ -29,6 +29,7 @@ import structlog
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.durations import parse_duration
+from ome.controllers.serving_gate import set_serving_gate
 from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
@@ -46,7 +47,6 @@ from ome.omenative import (
     status,
     teardown,
 )
-from ome.omenative.pods_view import format_time
 from ome.omenative.revisions import RevisionData
 from ome.omenative.rollout_pods import rollout_pod
 from ome.omenative.rollout_retry import RELEASE_ANNOTATION
@@ -326,21 +326,7 @@ class InstanceRolloutReconciler:
     async def _set_gate(self, ns: str, name: str, value: str) -> None:
         if self._fresh(f"gate-{value}", ns, name):
             return
-        condition = {
-            "type": names.SERVING_GATE,
-            "status": value,
-            "lastTransitionTime": format_time(self._now()),
-            "reason": "InRotation" if value == "True" else "Drained",
-        }
-        with contextlib.suppress(errors.NotFound):
-            await self._client.patch(
-                PODS,
-                name,
-                {"status": {"conditions": [condition]}},
-                ns,
-                patch_type="strategic",
-                subresource="status",
-            )
+        if await set_serving_gate(self._client, ns, name, value, self._now()):
             self.writes += 1
 
     # -- events and annotations -----------------------------------------------------------------
