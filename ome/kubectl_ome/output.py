@@ -17,6 +17,7 @@ from typing import IO, Any, Final
 
 import yaml
 
+from ome.framework.timefmt import format_time
 from ome.kubectl_ome.table import format_table, shorten_end
 
 Obj = dict[str, Any]
@@ -58,7 +59,7 @@ def now_utc() -> datetime:
 
 
 def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(moment)
 
 
 def render(document: Mapping[str, Any], output: str) -> str:

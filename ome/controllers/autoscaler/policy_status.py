@@ -16,6 +16,7 @@ from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.autoscaler.reconciler import FIELD_MANAGER, Reader, Writer, providers_of
 from ome.framework.reconcile import Request, Result
+from ome.framework.timefmt import format_time
 from ome.resolution import autoscaler_policy, autoscaling, modes
 
 Obj = dict[str, Any]
@@ -46,7 +47,7 @@ class PolicyStatusReconciler:
         ready = autoscaler_policy.ready_condition(policy, providers_of(self._config()))
         in_use = autoscaler_policy.in_use_condition(count)
         old = policy.get("status") or {}
-        now = self._clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = format_time(self._clock())
         status: Obj = {
             "observedGeneration": (policy.get("metadata") or {}).get("generation"),
             "conditions": [_condition(autoscaler_policy.READY, ready, old, now),

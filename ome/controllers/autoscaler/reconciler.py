@@ -39,6 +39,7 @@ from ome.controllers.inferenceservice import converge, runtime_pinning
 from ome.framework import errors
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
+from ome.framework.timefmt import format_time
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import autoscaler_policy, autoscaling, modes, naming
 from ome.resolution.autoscaling import PolicyHold
@@ -164,7 +165,7 @@ class AutoscalerReconciler:
         if desired.scale_to is not None and inputs.workload is not None:
             await self._scale(plan.mode, inputs.workload, desired.scale_to)
         return deciding.status_entry(inputs, desired, _old_autoscaler(isvc, plan.component),
-                                     _rfc3339(self._clock()))
+                                     format_time(self._clock()))
 
     async def _scale(self, mode: str, workload: Mapping[str, Any], replicas: int) -> None:
         """Set the count through the scale subresource, only over the count this decision was made from:
@@ -313,7 +314,3 @@ def _controlled_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:
     uid = isvc["metadata"].get("uid")
     refs: Sequence[Mapping[str, Any]] = child["metadata"].get("ownerReferences") or []
     return any(ref.get("uid") == uid and ref.get("controller") for ref in refs)
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

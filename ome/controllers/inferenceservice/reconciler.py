@@ -52,6 +52,7 @@ from ome.controllers.inferenceservice import converge, routing, runtime_pinning,
 from ome.framework import errors
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
+from ome.framework.timefmt import format_time
 from ome.resolution import (
     accelerators,
     component_podmonitor,
@@ -198,7 +199,7 @@ class InferenceServiceReconciler:
             return Result()
         requeue = Result(requeue_after=deadline.remaining) if deadline is not None else Result()
         if modes.is_virtual(isvc):
-            await self._write_status(isvc, status.virtual_status(isvc, self._config, _rfc3339(now)))
+            await self._write_status(isvc, status.virtual_status(isvc, self._config, format_time(now)))
             return requeue
         await self._reconcile_service(isvc, now)
         return requeue
@@ -291,7 +292,7 @@ class InferenceServiceReconciler:
             raise RetryError(exc.message) from exc
         done, failure = await self._reconcile_components(isvc, plans)
         port = await self._reconcile_external_service(isvc, plans)
-        ingress_state, traffic = await self._reconcile_ingress(isvc, done, _rfc3339(now))
+        ingress_state, traffic = await self._reconcile_ingress(isvc, done, format_time(now))
         await self._delete_removed(isvc, {plan.component for plan in plans})
         observed = status.Observed(
             plans=done,
@@ -307,7 +308,7 @@ class InferenceServiceReconciler:
             traffic=traffic,
             **runtime_pinning.observed_fields(pin),
         )
-        await self._write_status(isvc, status.compute(isvc, observed, self._config, _rfc3339(now)))
+        await self._write_status(isvc, status.compute(isvc, observed, self._config, format_time(now)))
         if failure is not None:
             raise failure
 
@@ -337,7 +338,7 @@ class InferenceServiceReconciler:
             port = await self._converge_external(isvc, desired)
         await self._delete_removed(isvc, {ref.component for ref in refs})
         observed = status.Observed(plans=(), referenced=True, refs=refs, external_port=port)
-        await self._write_status(isvc, status.compute(isvc, observed, self._config, _rfc3339(now)))
+        await self._write_status(isvc, status.compute(isvc, observed, self._config, format_time(now)))
 
     async def _front(self, isvc: Obj, role: str, replica_name: str, replica: Obj) -> int | None:
         """Converge the stable Service of one referenced role; returns its port (None: no Service yet)."""
@@ -386,7 +387,7 @@ class InferenceServiceReconciler:
             has_model=has_model,
             **runtime_pinning.observed_fields(rr.carried(isvc)),
         )
-        computed = status.compute(isvc, observed, self._config, _rfc3339(now))
+        computed = status.compute(isvc, observed, self._config, format_time(now))
         await self._write_status(isvc, _keep_model_status(isvc, computed, has_model))
 
     async def _paused(
@@ -401,7 +402,7 @@ class InferenceServiceReconciler:
             has_model=has_model,
             **runtime_pinning.observed_fields(pin),
         )
-        computed = status.compute(isvc, observed, self._config, _rfc3339(now))
+        computed = status.compute(isvc, observed, self._config, format_time(now))
         old = isvc.get("status") or {}
         for key in ("url", "address", "addresses", "traffic"):  # the workloads still serve where they did
             if key in old:
@@ -561,7 +562,3 @@ def _keep_model_status(isvc: Mapping[str, Any], computed: Obj, has_model: bool) 
 def _owned_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:
     uid = isvc["metadata"].get("uid")
     return any(ref.get("uid") == uid for ref in child["metadata"].get("ownerReferences") or [])
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
