@@ -19,9 +19,11 @@ import structlog
 
 from ome.framework import errors, log_setup
 from ome.kubectl_ome import (
+    cmd_cluster,
     cmd_instance,
     cmd_migration,
     cmd_misc,
+    cmd_quota,
     cmd_rollout,
     cmd_runtime,
     cmd_scale,
@@ -74,6 +76,8 @@ def build_parser() -> Parser:
         cmd_migration,
         cmd_wait,
         cmd_misc,
+        cmd_cluster,
+        cmd_quota,
     ):
         module.register(commands, [flags])
     return parser

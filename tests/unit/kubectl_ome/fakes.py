@@ -51,6 +51,7 @@ class FakeClient:
         self.changed = asyncio.Event()
         self.fail_patch: errors.ApiError | None = None
         self.logs: dict[str, bytes] = {}
+        self.fail_list: dict[str, errors.ApiError] = {}
         self._transport = self
 
     def put(self, res: Resource, obj: Obj) -> Obj:
@@ -80,6 +81,20 @@ class FakeClient:
                 continue
             items.append(copy.deepcopy(obj))
         return items, str(self.version)
+
+    async def list_page(self, res: Resource, namespace: str | None = None, *, limit: int = 500,
+                        continue_token: str | None = None, **kwargs: Any) -> Obj:
+        """One page of `list`, sorted by name, with an offset as the continue token."""
+        if res.plural in self.fail_list:
+            raise self.fail_list[res.plural]
+        items, version = await self.list(res, namespace, **kwargs)
+        items.sort(key=lambda o: o["metadata"]["name"])
+        start = int(continue_token or 0)
+        end = start + limit if limit > 0 else len(items)
+        meta: Obj = {"resourceVersion": version}
+        if end < len(items):
+            meta["continue"] = str(end)
+        return {"metadata": meta, "items": items[start:end]}
 
     async def watch(self, res: Resource, namespace: str | None = None, **kwargs: Any) -> AsyncGenerator[tuple[str, Obj], None]:
         """Yields MODIFIED for each change after `resource_version`; waits on an event, never a timer."""
