@@ -7,9 +7,10 @@ first, and the others wait in Accepted:
     Accepted --deadline passed--> Failed (MigrationExpired, "deadline exceeded in phase Accepted: ...")
     Accepted --no lifecycle.audit caps--> Accepted (MigrationPolicyUnconfigured, once)
     Accepted --source gone--> Failed (MigrationRequestRejected)
-    Accepted --from_node hosts none of the source's pods--> Failed (MigrationFromNodeMismatch)
-    Accepted --the source's revision can only run on from_node--> Failed (MigrationNodeAffinityConflict)
-    Accepted --maxMigrationsPerWindow reached--> Failed (RateLimited)
+    Accepted --from_node hosts none of the source's pods--> Failed (MigrationFromNodeMismatch + Rejected)
+    Accepted --the source's revision can only run on from_node--> Failed (MigrationNodeAffinityConflict
+                        + Rejected)
+    Accepted --maxMigrationsPerWindow reached--> Failed (RateLimited + Rejected)
     Accepted --another move runs, paused, the source busy or not Ready--> Accepted (waits)
     Accepted --start--> SurgePending (MigrationRequestAccepted): the source row goes Migrating, a surge
                         row (Creating, operation Migrate/MigrationSurge) takes the lowest unused index
@@ -17,9 +18,12 @@ first, and the others wait in Accepted:
     SurgePending --deadline passed--> Failed (MigrationExpired), surge cleaned up, source back
     SurgePending --a surge pod wedged past stuckPodGracePeriod--> Failed (MigrationSurgeWedged), likewise
     SurgeReady --> Draining: the source's serving gates close, drained pods are deleted
+    Draining --deadline passed, the source not drained--> Failed (MigrationExpired), likewise
     Draining --the source's pods gone--> Completed ("migrated to instance=<surge>", MigrationCompleted):
                         the source row goes, the surge row becomes a plain Ready Instance
     Completed / Failed / Relocated --older than the audit window--> pruned from status
+
+Event and record texts are in `ome.omenative.migration_events`.
 
 The serving count never drops: the source leaves rotation only after the surge serves. A failed move
 after the surge started removes the surge (its row marked MigrationSurgeCleanup until its pods are
@@ -34,6 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from ome.omenative import instance_names as names
+from ome.omenative import migration_events as ev
 from ome.omenative import rollout_types as rt
 from ome.omenative.pods_view import format_time, go_duration, parse_time
 from ome.omenative.revisions import RevisionData
@@ -56,10 +61,11 @@ WEDGED: Final = frozenset(
 )
 
 _HOSTNAME: Final = "kubernetes.io/hostname"
-NEVER_MESSAGE: Final = "migrations disabled by MigrationPolicy Mode=Never"
-UNCONFIGURED_MESSAGE: Final = "waiting for migration capacity policy (no lifecycle.audit configured)"
-ACCEPTED_EXPIRED: Final = "deadline exceeded in phase Accepted: surge never allocated"
-SURGE_EXPIRED: Final = "deadline exceeded in phase SurgePending: surge pods never became ready"
+NEVER_MESSAGE: Final = ev.NEVER_MESSAGE
+UNCONFIGURED_MESSAGE: Final = ev.UNCONFIGURED_MESSAGE
+ACCEPTED_EXPIRED: Final = ev.EXPIRY_BLOCKERS[ACCEPTED]
+SURGE_EXPIRED: Final = ev.EXPIRY_BLOCKERS[SURGE_PENDING]
+DRAIN_EXPIRED: Final = ev.EXPIRY_BLOCKERS[DRAINING]
 ALLOCATED_MESSAGE: Final = "surge allocated; waiting for surge pods"
 
 
@@ -91,7 +97,7 @@ class Inputs:
     paused: bool = False
     stuck_grace: float | None = None
     blocked: Mapping[int, str] = field(default_factory=dict)
-    """Surge indexes whose pod creation the API server refused this pass, with its message."""
+    """Surge indexes whose pod creation the API server refused this pass, with the refused pod's name."""
 
 
 @dataclass(slots=True)
@@ -172,34 +178,36 @@ def _step_accepted(
 ) -> Record:
     uuid, index = rec["requestUUID"], int(rec["sourceInstance"])
     if inp.mode == "Never":
-        return _fail(inp, rec, NEVER_MESSAGE, "MigrationRequestRejected", out)
+        return _fail(inp, rec, NEVER_MESSAGE, ev.REJECTED, out)
     deadline = parse_time(rec.get("deadline"))
     if deadline is None or inp.now >= deadline:
-        return _fail(inp, rec, ACCEPTED_EXPIRED, "MigrationExpired", out)
+        return _expire(inp, rec, ACCEPTED_EXPIRED, None, out)
     out.wake((deadline - inp.now).total_seconds())
     if inp.caps is None:
         if rec.get("message") != UNCONFIGURED_MESSAGE:
-            out.events.append(("Warning", "MigrationPolicyUnconfigured",
-                               f"OMENative migration uuid={uuid} waits: {UNCONFIGURED_MESSAGE}"))
+            out.events.append((ev.WARNING, ev.UNCONFIGURED, ev.held(uuid)))
             rec = {**rec, "message": UNCONFIGURED_MESSAGE}
         return rec
     if rec.get("message") == UNCONFIGURED_MESSAGE:
         rec = {k: v for k, v in rec.items() if k != "message"}
     source = rows.get(index)
     if source is None or surge_row(source):
-        return _fail(inp, rec, f"source instance={index} not found in component={inp.component}",
-                     "MigrationRequestRejected", out)
-    on = sorted({n for p in pods.get(index, []) if (n := inp.nodes.get(p.name))})
+        return _fail(inp, rec, ev.SOURCE_MISSING, ev.REJECTED, out)
+    live = [p for p in pods.get(index, []) if not p.view.terminating]
+    on = sorted({n for p in live if (n := inp.nodes.get(p.name))})
     from_node = rec.get("fromNode") or ""
-    if on and from_node not in on:
-        return _fail(
-            inp, rec, f"request.FromNode={from_node} does not match observed source node={','.join(on)}",
-            "MigrationFromNodeMismatch", out,
-        )
     data = inp.revisions.get(names.hash_of_revision(source.get("runningRevision") or ""))
+    gang = data is not None and data.multi_pod
+    if any(not inp.nodes.get(p.name) for p in live):
+        return rec  # a pod not yet scheduled: judge from_node once every pod has a node
+    if gang:
+        mismatch = bool(on) and from_node not in on  # a gang spans nodes; from_node must host one
+    else:
+        mismatch = len(on) > 1 or (bool(on) and on[0] != from_node)
+    if mismatch:
+        return _fail(inp, rec, ev.from_node_mismatch(from_node, on, gang), ev.FROM_NODE_MISMATCH, out)
     if data is not None and from_node and pinned(data, from_node):
-        return _fail(inp, rec, f"source node affinity requires from_node {from_node}",
-                     "MigrationNodeAffinityConflict", out)
+        return _fail(inp, rec, ev.affinity_conflict(from_node), ev.AFFINITY_CONFLICT, out)
     if any(r.get("phase") in ACTIVE for r in records) or inp.paused or _busy(rows):
         return rec
     if source.get("phase") != "Ready" or source.get("operation") or not on:
@@ -210,9 +218,8 @@ def _step_accepted(
         and (inp.now - t).total_seconds() < inp.caps.window
     ]
     if len(started) >= inp.caps.max_per_window:
-        message = (f"migration rate cap reached ({len(started)}/{inp.caps.max_per_window} in the last "
-                   f"{go_duration(inp.caps.window)})")
-        return _fail(inp, rec, message, "RateLimited", out)
+        message = ev.rate_cap(len(started), inp.caps.max_per_window, go_duration(inp.caps.window))
+        return _fail(inp, rec, message, ev.RATE_LIMITED, out)
     return _start(inp, rec, source, rows, pods, out)
 
 
@@ -269,11 +276,8 @@ def _start(
     }
     rows[index] = out.rows[index] = moving
     rows[surge] = out.rows[surge] = new_row
-    out.events.append((
-        "Normal", "MigrationRequestAccepted",
-        f"OMENative migration uuid={uuid} started: component={inp.component} instance={index} -> "
-        f"instance={surge} (from_node={rec.get('fromNode')})",
-    ))
+    out.events.append((ev.NORMAL, ev.ACCEPTED,
+                       ev.accepted(inp.component, index, uuid, rec.get("fromNode") or "", surge)))
     _create_surge(inp, rec, new_row, pods, out)
     out.wake(1.0)
     return {**rec, "phase": SURGE_PENDING, "surgeInstance": surge, "allocatedAt": now,
@@ -291,19 +295,18 @@ def _step_active(
     phase = rec["phase"]
     if phase == SURGE_PENDING:
         if target is None or not surge_row(target):
-            return _abandon(inp, rec, "surge instance lost", "MigrationRequestRejected", rows, pods, out)
+            return _abandon(inp, rec, "surge instance lost", ev.REJECTED, rows, pods, out)
         deadline = parse_time(rec.get("deadline"))
         if deadline is not None and inp.now >= deadline:
-            return _abandon(inp, rec, SURGE_EXPIRED, "MigrationExpired", rows, pods, out)
+            return _abandon(inp, rec, SURGE_EXPIRED, ev.EXPIRED, rows, pods, out)
         wedged = _wedged(inp, pods.get(surge, []))
         if wedged is not None:
             message = f"surge pod {wedged.name} wedged in {wedged.waiting_reason} past the stuck-pod grace"
-            return _abandon(inp, rec, message, "MigrationSurgeWedged", rows, pods, out)
-        if surge in inp.blocked and rec.get("message") != f"surge pod create blocked: {inp.blocked[surge]}":
-            out.events.append(("Warning", "MigrationSurgeCreateBlocked",
-                               f"OMENative migration uuid={rec['requestUUID']} surge pod create blocked: "
-                               f"{inp.blocked[surge]}"))
-            rec = {**rec, "message": f"surge pod create blocked: {inp.blocked[surge]}"}
+            return _abandon(inp, rec, message, ev.WEDGED, rows, pods, out)
+        if surge in inp.blocked:
+            # Each refused create is reported (the recorder folds repeats into a count).
+            out.events.append((ev.WARNING, ev.CREATE_BLOCKED,
+                               ev.create_blocked(rec["requestUUID"], inp.blocked[surge])))
         if deadline is not None:
             out.wake((deadline - inp.now).total_seconds())
         expected = _expected(inp, target)
@@ -319,6 +322,10 @@ def _step_active(
         rec = {**rec, "phase": DRAINING, "message": f"draining source instance={index}"}
     if source is None or not pods.get(index):
         return _complete(inp, rec, rows, out)
+    deadline = parse_time(rec.get("deadline"))
+    late = deadline is not None and inp.now >= deadline
+    if phase == DRAINING and late and not _drained(pods.get(index, [])):
+        return _abandon(inp, rec, DRAIN_EXPIRED, ev.EXPIRED, rows, pods, out)
     for pod in pods.get(index, []):
         if pod.view.terminating:
             continue
@@ -344,11 +351,8 @@ def _complete(inp: Inputs, rec: Record, rows: dict[int, Row], out: Plan) -> Reco
         done.update(phase="Ready", readySince=done.get("readySince") or format_time(inp.now))
         rows[surge] = out.rows[surge] = done
     now = format_time(inp.now)
-    out.events.append((
-        "Normal", "MigrationCompleted",
-        f"OMENative migration uuid={rec['requestUUID']} complete: component={inp.component} "
-        f"instance={index} -> instance={surge} (revision={revision})",
-    ))
+    out.events.append((ev.NORMAL, ev.COMPLETED,
+                       ev.completed(rec["requestUUID"], inp.component, index, surge, revision)))
     done_rec = {**rec, "phase": COMPLETED, "message": f"migrated to instance={surge}", "completedAt": now,
                 "succeeded": True}
     out.finished.append(done_rec)
@@ -367,17 +371,31 @@ def _abandon(
         ready = [p for p in pods.get(index, []) if p.view.containers_ready and not p.view.terminating]
         back["phase"] = "Ready" if ready else "Failed"
         rows[index] = out.rows[index] = back
+        # A drain that started is undone: the source serves again.
+        out.open_gates += [p.name for p in ready if p.view.gate == "False"]
     target = rows.get(surge)
     if target is not None and surge_row(target):
         cleanup = {**target, "operation": {**(target.get("operation") or {}), "step": CLEANUP_STEP}}
         rows[surge] = out.rows[surge] = cleanup
+    if reason == ev.EXPIRED:
+        return _expire(inp, rec, message, surge, out)
+    if reason == ev.WEDGED:
+        out.events.append((ev.WARNING, ev.WEDGED, ev.wedged(rec["requestUUID"], message, surge)))
+        return _close(inp, rec, message, out)
     return _fail(inp, rec, message, reason, out)
 
 
 def _fail(inp: Inputs, rec: Record, message: str, reason: str, out: Plan) -> Record:
-    out.events.append(("Warning", reason, f"OMENative migration uuid={rec['requestUUID']} failed: "
-                                          f"component={inp.component} instance={rec['sourceInstance']}: "
-                                          f"{message}"))
+    out.events += ev.rejection(reason, rec["requestUUID"], message)
+    return _close(inp, rec, message, out)
+
+
+def _expire(inp: Inputs, rec: Record, blocker: str, surge: int | None, out: Plan) -> Record:
+    out.events.append((ev.WARNING, ev.EXPIRED, ev.expired(rec["requestUUID"], blocker, surge)))
+    return _close(inp, rec, blocker, out)
+
+
+def _close(inp: Inputs, rec: Record, message: str, out: Plan) -> Record:
     done = {**rec, "phase": FAILED, "message": message, "completedAt": format_time(inp.now),
             "succeeded": False}
     out.finished.append(done)
@@ -452,6 +470,11 @@ def _settled(inp: Inputs, pods: Sequence[RolloutPod], out: Plan) -> bool:
         out.wake(remaining)
         return False
     return bool(pods)
+
+
+def _drained(pods: Sequence[RolloutPod]) -> bool:
+    """Every source pod is out of rotation (or already going): the drain's tail only deletes."""
+    return all(p.view.terminating or p.view.drained or p.view.gate is None for p in pods)
 
 
 def _wedged(inp: Inputs, pods: Sequence[RolloutPod]) -> RolloutPod | None:

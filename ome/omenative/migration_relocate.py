@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from ome.omenative import migration_events as ev
 from ome.omenative.pods_view import format_time, parse_time
 
 Row = dict[str, Any]
@@ -159,21 +160,19 @@ def _relocate(
     rid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"ome-relocate/{inp.replica_uid}/{index}/{incarnation}"))
     out.records.append({
         "requestUUID": rid, "trigger": "Auto", "sourceInstance": index, "fromNode": node, "phase": RELOCATED,
-        "attempt": attempt, "startedAt": now, "deadline": now, "completedAt": now,
-        "message": f"relocated off node {node} (attempt {attempt}/{inp.max_attempts})",
+        "attempt": attempt, "reason": ev.AUTO_RECOVER, "startedAt": now, "deadline": now, "completedAt": now,
+        "message": ev.relocation_record(node),
     })
     rebuilt = {k: v for k, v in row.items() if k not in ("operation", "readySince", "activeOrdinal")}
     rebuilt.update(phase="Pending", incarnation=incarnation)
     out.rows[index] = rebuilt
     force = dead(inp.nodes.get(node), inp.now, inp.not_ready_threshold)
     out.deletes += [(p["metadata"]["name"], force) for p in pods]
-    out.events.append(("Normal", "AutoMigrationTriggered",
-                       f"OMENative component={inp.component} instance={index} relocated off node {node} "
-                       f"(attempt {attempt}/{inp.max_attempts})"))
-    if attempt == inp.max_attempts:
-        out.events.append(("Warning", "AutoMigrationCapReached",
-                           f"OMENative component={inp.component} instance={index} used its last relocation "
-                           f"({attempt}/{inp.max_attempts}); OME stops relocating it until it is Ready"))
+    cap = int(inp.max_attempts or 0)
+    out.events.append((ev.NORMAL, ev.AUTO_TRIGGERED,
+                       ev.auto_triggered(inp.component, index, attempt, cap, node, rid)))
+    if attempt == cap:
+        out.events.append((ev.WARNING, ev.AUTO_CAP, ev.auto_cap(inp.component, index, attempt, cap)))
     out.changed = True
 
 

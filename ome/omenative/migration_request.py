@@ -41,7 +41,14 @@ class MigrationRequest:
 
 
 class RequestError(ValueError):
-    """A malformed request; str() is the documented-style message (starts with `migration request`)."""
+    """A malformed request; str() is the webhook's message (starts with `migration request <uuid>:`),
+    `detail` what follows it (the controller's rejection event quotes that), `schema` whether the
+    schemaVersion is the fault (its own event reason, UnsupportedSchemaVersion)."""
+
+    def __init__(self, subject: str, detail: str, *, schema: bool = False) -> None:
+        super().__init__(f"migration request {subject}: {detail}")
+        self.detail = detail
+        self.schema = schema
 
 
 def request_keys(annotations: Mapping[str, str] | None) -> list[str]:
@@ -52,51 +59,43 @@ def parse(key: str, value: str) -> MigrationRequest:
     """The request under one annotation, or RequestError saying what is wrong."""
     uuid = key.removeprefix(PREFIX)
     if not _UUID.match(uuid):
-        raise RequestError(f"migration request {key}: the key must end in a lowercase UUID, got {uuid!r}")
+        raise RequestError(key, f"the key must end in a lowercase UUID, got {uuid!r}")
     try:
         body: Any = json.loads(value)
     except json.JSONDecodeError as exc:
-        raise RequestError(f"migration request {uuid}: value is not valid JSON: {exc.msg}") from None
+        raise RequestError(uuid, f"value is not valid JSON: {exc.msg}") from None
     if not isinstance(body, dict):
-        raise RequestError(f"migration request {uuid}: value must be a JSON object")
+        raise RequestError(uuid, "value must be a JSON object")
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
-        raise RequestError(f"migration request {uuid}: unknown field(s) {', '.join(unknown)}")
+        raise RequestError(uuid, f"unknown field(s) {', '.join(unknown)}")
     if body.get("schemaVersion") != SCHEMA_VERSION:
-        raise RequestError(
-            f"migration request {uuid}: schemaVersion must be {SCHEMA_VERSION!r}, got "
-            f"{body.get('schemaVersion')!r}"
-        )
+        got = body.get("schemaVersion")
+        raise RequestError(uuid, f"schemaVersion must be {SCHEMA_VERSION!r}, got {got!r}", schema=True)
     component = body.get("component")
     if component not in COMPONENTS:
-        raise RequestError(
-            f"migration request {uuid}: component must be one of engine, decoder, router, got {component!r}"
-        )
+        raise RequestError(uuid, f"component must be one of engine, decoder, router, got {component!r}")
     instance = body.get("instance")
     if isinstance(instance, bool) or not isinstance(instance, int) or instance < 0:
-        raise RequestError(
-            f"migration request {uuid}: instance must be a non-negative integer, got {instance!r}"
-        )
+        raise RequestError(uuid, f"instance must be a non-negative integer, got {instance!r}")
     from_node = body.get("from_node")
     if not isinstance(from_node, str) or not from_node:
-        raise RequestError(f"migration request {uuid}: from_node is required")
+        raise RequestError(uuid, "from_node is required")
     if not _NODE.match(from_node):
-        raise RequestError(f"migration request {uuid}: from_node {from_node!r} is not a valid node name")
+        raise RequestError(uuid, f"from_node {from_node!r} is not a valid node name")
     hints = body.get("hint_target_nodes") or []
     if not isinstance(hints, list) or not all(isinstance(h, str) and _NODE.match(h) for h in hints):
-        raise RequestError(f"migration request {uuid}: hint_target_nodes must be a list of node names")
+        raise RequestError(uuid, "hint_target_nodes must be a list of node names")
     if len(hints) > MAX_HINTS:
-        raise RequestError(f"migration request {uuid}: hint_target_nodes allows at most {MAX_HINTS} nodes")
+        raise RequestError(uuid, f"hint_target_nodes allows at most {MAX_HINTS} nodes")
     if from_node in hints:
-        raise RequestError(f"migration request {uuid}: hint_target_nodes must not name from_node {from_node}")
+        raise RequestError(uuid, f"hint_target_nodes must not name from_node {from_node}")
     reason = body.get("reason") or ""
     if not isinstance(reason, str) or len(reason) > MAX_REASON:
-        raise RequestError(
-            f"migration request {uuid}: reason must be text of at most {MAX_REASON} characters"
-        )
+        raise RequestError(uuid, f"reason must be text of at most {MAX_REASON} characters")
     for name in ("requested_at", "requested_by"):
         if body.get(name) is not None and not isinstance(body.get(name), str):
-            raise RequestError(f"migration request {uuid}: {name} must be a string")
+            raise RequestError(uuid, f"{name} must be a string")
     return MigrationRequest(
         uuid, component, int(instance), from_node, tuple(hints), reason,
         body.get("requested_at"), body.get("requested_by"),

@@ -36,6 +36,7 @@ from ome.framework.resources import CONFIGMAPS, NODES
 from ome.framework.store import OWNER_INDEX
 from ome.omenative import instance_names as names
 from ome.omenative import migration_audit as audit
+from ome.omenative import migration_events as ev
 from ome.omenative import migration_plan as mp
 from ome.omenative import migration_relocate, pod_render, revisions, status, teardown
 from ome.omenative import migration_request as mr
@@ -112,13 +113,13 @@ class MigrationReconciler:
             try:
                 request = mr.parse(key, str(annotations[key]))
             except mr.RequestError as exc:
-                self._event(isvc, "Warning", "MigrationRequestRejected", str(exc))
+                reason = ev.UNSUPPORTED_SCHEMA if exc.schema else ev.REJECTED
+                self._event(isvc, ev.WARNING, reason, ev.rejected(key.removeprefix(mr.PREFIX), exc.detail))
                 done.append(key)
                 continue
             if not isinstance((isvc.get("spec") or {}).get(request.component), dict):
-                self._event(isvc, "Warning", "MigrationRequestRejected",
-                            f"migration request {request.uuid}: the InferenceService has no "
-                            f"{request.component} component")
+                self._event(isvc, ev.WARNING, ev.REJECTED,
+                            ev.rejected(request.uuid, ev.unknown_component(request.component)))
                 done.append(key)
                 continue
             replica = self._cache.get_or_none(
@@ -217,7 +218,8 @@ class MigrationReconciler:
                 pass
             except (errors.Invalid, errors.Forbidden) as exc:
                 key = (ns, replica["metadata"]["name"])
-                self._blocked.setdefault(key, {})[create.index] = str(exc)
+                self._blocked.setdefault(key, {})[create.index] = body["metadata"]["name"]
+                log.info("Migration surge pod create refused", pod=body["metadata"]["name"], error=str(exc))
         for name in sorted(set(plan.open_gates)):
             await self._gate(ns, name, "True")
 

@@ -50,7 +50,9 @@ def test_accepted_request_starts_a_surge_at_the_lowest_unused_index() -> None:
     assert out.rows[2]["phase"] == "Creating" and out.rows[2]["runningRevision"] == R_OLD
     assert [(c.index, c.runner, c.ordinal) for c in out.creates] == [(2, "default", 0)]
     assert out.avoid[2] == ("gpu-node-1", ("gpu-node-2",))
-    assert [e[1] for e in out.events] == ["MigrationRequestAccepted"]
+    assert out.events == [("Normal", "MigrationRequestAccepted",
+                           f"OMENative component=engine instance=0 migration accepted (uuid={UUID}, "
+                           "source-node=gpu-node-1, surge-index=2)")]
     # the replica planner neither counts nor touches the surge, and keeps the Migrating source
     assert instances.replacement(out.rows[2]) and not instances.replacement(out.rows[0])
     keep, drop = instances.choose(2, {0: out.rows[0], 1: rows[1], 2: out.rows[2]}, {})
@@ -107,8 +109,8 @@ def test_mode_never_fails_the_request_at_once() -> None:
     out = mp.plan(inputs([record()], rows, pods, mode="Never"))
     assert out.records[0]["phase"] == "Failed"
     assert out.records[0]["message"] == "migrations disabled by MigrationPolicy Mode=Never"
-    assert out.events[0][:2] == ("Warning", "MigrationRequestRejected")
-    assert out.events[0][2].endswith("migrations disabled by MigrationPolicy Mode=Never")
+    assert out.events == [("Warning", "MigrationRequestRejected",
+                           f"OMENative migration uuid={UUID} rejected: migrations disabled by MigrationPolicy Mode=Never")]
     assert not out.creates and not out.rows
 
 
@@ -118,7 +120,9 @@ def test_no_audit_caps_holds_the_request_with_one_event() -> None:
     rec = out.records[0]
     assert rec["phase"] == "Accepted"
     assert rec["message"] == "waiting for migration capacity policy (no lifecycle.audit configured)"
-    assert [e[1] for e in out.events] == ["MigrationPolicyUnconfigured"]
+    assert out.events == [("Warning", "MigrationPolicyUnconfigured",
+                           f"OMENative migration uuid={UUID} held: waiting for migration capacity policy "
+                           "(no lifecycle.audit configured)")]
     again = mp.plan(inputs([rec], rows, pods, caps=None))
     assert again.records == [rec] and not again.events
     # caps added: the move starts
@@ -131,7 +135,8 @@ def test_deadline_in_accepted_is_the_documented_bug_text() -> None:
     rec = mp.accepted_record(UUID, 0, "gpu-node-1", (), "", NOW, None)  # no timeout: deadline = now
     out = mp.plan(inputs([rec], rows, pods, caps=None))
     assert out.records[0]["message"] == "deadline exceeded in phase Accepted: surge never allocated"
-    assert out.events[0][1] == "MigrationExpired"
+    assert out.events == [("Warning", "MigrationExpired", f"OMENative migration uuid={UUID} expired: deadline "
+                                                          "exceeded in phase Accepted: surge never allocated")]
 
 
 def allocated(uuid: str, minutes_ago: int) -> Row:
@@ -146,7 +151,8 @@ def test_rate_cap_rejects_the_eleventh_start_in_the_window() -> None:
     failed = out.records[-1]
     assert failed["phase"] == "Failed"
     assert failed["message"] == "migration rate cap reached (10/10 in the last 1h0m0s)"
-    assert out.events[-1][1] == "RateLimited"
+    text = f"OMENative migration uuid={UUID} rejected: migration rate cap reached (10/10 in the last 1h0m0s)"
+    assert out.events == [("Warning", "RateLimited", text), ("Warning", "MigrationRequestRejected", text)]
     # one start ages out of the window: the request starts
     aged = [*done[:9], allocated("00000000-0000-4000-8000-999999999999", 61)]
     out = mp.plan(inputs([*aged, record()], rows, pods))
@@ -157,7 +163,9 @@ def test_from_node_that_does_not_host_the_source_fails_with_the_mismatch_text() 
     rows, pods = two()
     out = mp.plan(inputs([record(from_node="node-a")], rows, pods))
     assert out.records[0]["message"] == "request.FromNode=node-a does not match observed source node=gpu-node-1"
-    assert out.events[0][1] == "MigrationFromNodeMismatch"
+    text = (f"OMENative migration uuid={UUID} rejected: request.FromNode=node-a does not match observed source "
+            "node=gpu-node-1")
+    assert out.events == [("Warning", "MigrationFromNodeMismatch", text), ("Warning", "MigrationRequestRejected", text)]
 
 
 def test_one_move_per_component_oldest_first_and_busy_sources_wait() -> None:
@@ -177,7 +185,9 @@ def test_one_move_per_component_oldest_first_and_busy_sources_wait() -> None:
 def test_missing_source_is_rejected() -> None:
     rows, pods = two()
     out = mp.plan(inputs([record(instance=7)], rows, pods))
-    assert out.records[0]["phase"] == "Failed" and out.events[0][1] == "MigrationRequestRejected"
+    assert out.records[0]["phase"] == "Failed" and out.records[0]["message"] == "source InstanceStatus missing"
+    assert out.events == [("Warning", "MigrationRequestRejected",
+                           f"OMENative migration uuid={UUID} rejected: source InstanceStatus missing")]
 
 
 def test_surge_deadline_fails_removes_the_surge_and_the_source_serves_on() -> None:
@@ -185,7 +195,9 @@ def test_surge_deadline_fails_removes_the_surge_and_the_source_serves_on() -> No
     late = inputs([rec], rows, [pod(0), pod(1), pod(2, containers_ready=False, gate=None)])
     out = mp.plan(dataclasses.replace(late, now=NOW + timedelta(minutes=31)))
     assert out.records[0]["message"] == "deadline exceeded in phase SurgePending: surge pods never became ready"
-    assert out.events[0][1] == "MigrationExpired"
+    assert out.events == [("Warning", "MigrationExpired", f"OMENative migration uuid={UUID} expired: deadline "
+                           "exceeded in phase SurgePending: surge pods never became ready; tearing down surge "
+                           "instance=2")]
     assert out.rows[0]["phase"] == "Ready" and "operation" not in out.rows[0]
     assert out.rows[2]["operation"]["step"] == "MigrationSurgeCleanup"
     cleanup_rows = [out.rows[0], rows[1], out.rows[2]]
@@ -202,17 +214,21 @@ def test_a_wedged_surge_pod_fails_the_request_past_the_stuck_grace() -> None:
     assert out.records[0]["message"] == (
         "surge pod chat-engine-2-default-0 wedged in ImagePullBackOff past the stuck-pod grace"
     )
-    assert out.events[0][1] == "MigrationSurgeWedged"
+    assert out.events == [("Warning", "MigrationSurgeWedged", f"OMENative migration uuid={UUID} failed: surge pod "
+                           "chat-engine-2-default-0 wedged in ImagePullBackOff past the stuck-pod grace; tearing "
+                           "down surge instance=2")]
     # without a grace the deadline decides
     assert mp.plan(inputs([rec], rows, [pod(0), pod(1), stuck])).records[0]["phase"] == "SurgePending"
 
 
-def test_create_blocked_is_reported_once() -> None:
+def test_a_refused_surge_create_is_reported_and_retried_until_the_deadline() -> None:
     rec, rows = surging()
-    out = mp.plan(inputs([rec], rows, [pod(0), pod(1)], blocked={2: "pods is forbidden: quota"}))
-    assert out.events[0][1] == "MigrationSurgeCreateBlocked"
-    again = mp.plan(inputs(out.records, rows, [pod(0), pod(1)], blocked={2: "pods is forbidden: quota"}))
-    assert not again.events
+    out = mp.plan(inputs([rec], rows, [pod(0), pod(1)], blocked={2: "chat-engine-2-default-0"}))
+    assert out.events == [("Warning", "MigrationSurgeCreateBlocked", f"OMENative migration uuid={UUID} waiting "
+                           "to create surge pod chat-engine-2-default-0 before its deadline")]
+    assert out.records[0]["phase"] == "SurgePending" and [c.index for c in out.creates] == [2]
+    again = mp.plan(inputs(out.records, rows, [pod(0), pod(1)]))
+    assert not again.events and [c.index for c in again.creates] == [2]
 
 
 def test_finished_records_leave_status_after_the_window() -> None:
@@ -242,6 +258,50 @@ def test_a_source_pinned_to_from_node_fails_with_the_affinity_conflict() -> None
     digest = revision_hash(pinned)
     rows = [{**ready_row(0), "runningRevision": f"chat-engine-{digest}"}, ready_row(1)]
     out = mp.plan(inputs([record()], rows, [pod(0, digest=digest), pod(1)], revisions={H_OLD: OLD, digest: pinned}))
-    assert out.records[0]["message"] == "source node affinity requires from_node gpu-node-1"
-    assert out.events[0][1] == "MigrationNodeAffinityConflict"
-    assert mp.pinned(pinned, "gpu-node-1") and not mp.pinned(OLD, "gpu-node-1")
+    why = ("source PodSpec NodeAffinity requires kubernetes.io/hostname=gpu-node-1; overlay's NotIn[gpu-node-1] "
+           "would make scheduling impossible")
+    assert out.records[0]["message"] == why
+    text = f"OMENative migration uuid={UUID} rejected: {why}"
+    assert out.events == [("Warning", "MigrationNodeAffinityConflict", text),
+                          ("Warning", "MigrationRequestRejected", text)]
+    assert OLD is not None and mp.pinned(pinned, "gpu-node-1") and not mp.pinned(OLD, "gpu-node-1")
+
+
+def test_a_drain_past_the_deadline_expires_and_the_source_serves_again() -> None:
+    rec, rows = surging(phase="Draining")
+    closing = pod(0, gate="False", ready=True)  # gate closed, Ready not yet followed: not drained
+    late = dataclasses.replace(inputs([rec], rows, [closing, pod(1), pod(2)]), now=NOW + timedelta(minutes=31))
+    out = mp.plan(late)
+    assert out.records[0]["phase"] == "Failed"
+    assert out.records[0]["message"] == "deadline exceeded in phase Draining: source drain incomplete"
+    assert out.events == [("Warning", "MigrationExpired", f"OMENative migration uuid={UUID} expired: deadline "
+                           "exceeded in phase Draining: source drain incomplete; tearing down surge instance=2")]
+    assert out.open_gates == ["chat-engine-0-default-0"] and out.rows[0]["phase"] == "Ready"
+    assert out.rows[2]["operation"]["step"] == "MigrationSurgeCleanup"
+    # a drained source past the deadline finishes the move instead
+    drained = pod(0, gate="False", ready=False)
+    done = mp.plan(dataclasses.replace(late, pods=[drained, pod(1), pod(2)]))
+    assert done.records[0]["phase"] == "Draining" and done.deletes == ["chat-engine-0-default-0"]
+
+
+def test_a_gang_source_needs_from_node_to_host_one_of_its_pods() -> None:
+    from ome.omenative.revisions import from_spec, revision_hash
+    from tests.unit.omenative import builders
+
+    gang = from_spec({"runners": builders.runners(workers=1)})
+    assert gang is not None and gang.multi_pod
+    digest = revision_hash(gang)
+    rows = [{**ready_row(0), "runningRevision": f"chat-engine-{digest}"}, ready_row(1)]
+    pods = [pod(0, 0, digest=digest), pod(0, 1, digest=digest), pod(1)]
+    spans = {pods[0].name: "gpu-node-3", pods[1].name: "gpu-node-1", pods[2].name: "gpu-node-2"}
+    known = {H_OLD: OLD, digest: gang}
+    ok = mp.plan(inputs([record(from_node="gpu-node-3")], rows, pods, nodes=spans, revisions=known))
+    assert ok.records[0]["phase"] == "SurgePending"
+    out = mp.plan(inputs([record(from_node="gpu-node-9")], rows, pods, nodes=spans, revisions=known))
+    assert out.records[0]["message"] == (
+        "request.FromNode=gpu-node-9 hosts no source pod; gang spans nodes gpu-node-1, gpu-node-3"
+    )
+    # a pod not yet scheduled: the request waits rather than judging from_node
+    unscheduled = {k: v for k, v in spans.items() if k != pods[0].name}
+    wait = mp.plan(inputs([record(from_node="gpu-node-9")], rows, pods, nodes=unscheduled, revisions=known))
+    assert wait.records[0]["phase"] == "Accepted" and not wait.events

@@ -41,8 +41,11 @@ def test_a_timed_out_instance_on_one_node_is_relocated_and_avoids_it() -> None:
     assert out.deletes == [("chat-engine-0-default-0", False)]
     [rec] = out.records
     assert (rec["phase"], rec["trigger"], rec["fromNode"], rec["attempt"]) == ("Relocated", "Auto", "gpu-node-1", 1)
+    assert rec["reason"] == "AutoRecover"
+    assert rec["message"] == "relocation directive recorded; rebuild steered off node gpu-node-1"
     assert out.events == [("Normal", "AutoMigrationTriggered",
-                           "OMENative component=engine instance=0 relocated off node gpu-node-1 (attempt 1/3)")]
+                           "OMENative component=engine instance=0 relocation directive recorded: attempt 1/3, "
+                           f"rebuild steered off node gpu-node-1 (uuid={rec['requestUUID']})")]
     assert mr.avoided_nodes({"migrations": out.records}, 0) == ["gpu-node-1"]
     affinity = mr.placement(None, ["gpu-node-1"])
     term = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
@@ -72,6 +75,11 @@ def test_the_last_attempt_records_the_cap_and_then_relocation_stops_until_ready(
                for i in range(2)]
     out = mr.plan(inputs([failed_row()], [pod(0, "gpu-node-1")], {"gpu-node-1": node()}, records))
     assert [e[1] for e in out.events] == ["AutoMigrationTriggered", "AutoMigrationCapReached"]
+    assert out.events[0][2].startswith("OMENative component=engine instance=0 relocation directive recorded: "
+                                       "attempt 3/3, rebuild steered off node gpu-node-1 (uuid=")
+    assert out.events[1] == ("Warning", "AutoMigrationCapReached",
+                             "OMENative component=engine instance=0 relocation budget exhausted (3/3 attempts); "
+                             "further expiries dispose terminal without relocation")
     assert mr.avoided_nodes({"migrations": out.records}, 0) == ["gpu-node-1", "n0", "n1"]
     again = mr.plan(inputs([failed_row()], [pod(0, "gpu-node-2")], {"gpu-node-2": node()}, out.records))
     assert not again.changed

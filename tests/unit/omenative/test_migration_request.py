@@ -53,6 +53,9 @@ def test_malformed_requests_say_what_is_wrong(key: str, value: str, message: str
     with pytest.raises(mr.RequestError) as err:
         mr.parse(key, value)
     assert str(err.value).startswith("migration request") and message in str(err.value)
+    # the controller's rejection event quotes the part after `migration request <uuid>: `
+    assert str(err.value).endswith(": " + err.value.detail) and message in err.value.detail
+    assert err.value.schema == (message.startswith("schemaVersion"))
 
 
 def isvc(annotations: dict[str, str]) -> dict[str, Any]:
