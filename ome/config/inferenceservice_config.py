@@ -24,6 +24,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ome.config.durations import is_duration, parse_duration
+from ome.config.migration_lifecycle import AuditConfig, AutoMigrateConfig, ForceDeleteConfig
 from ome.framework import errors, resources
 from ome.framework.client import Client
 
@@ -263,6 +264,10 @@ class LifecycleConfig(_Section):
     scale_down_pod_batch_size: int | None = Field(default=None, alias="scaleDownPodBatchSize")
     scale_down_requeue_interval: str | None = Field(default=None, alias="scaleDownRequeueInterval")
     teardown: TeardownConfig = Field(default_factory=TeardownConfig)
+    # Typed, so a value of the wrong JSON type stops the start (ome/config/migration_lifecycle.py).
+    audit: AuditConfig | None = None
+    auto_migrate: AutoMigrateConfig | None = Field(default=None, alias="autoMigrate")
+    force_delete_block: ForceDeleteConfig | None = Field(default=None, alias="forceDelete")
 
     @field_validator("scale_up_pod_batch_size", "scale_down_pod_batch_size", mode="before")
     @classmethod
@@ -289,36 +294,16 @@ class LifecycleConfig(_Section):
     def migration_caps(self) -> tuple[int, float, int] | None:
         """lifecycle.audit as (maxMigrationsPerWindow, window seconds, maxInFlightMigrations); None when
         any of the three is missing or not above zero (migration requests then wait, as documented)."""
-        audit = (self.model_extra or {}).get("audit")
-        if not isinstance(audit, dict):
-            return None
-        per_window, in_flight = audit.get("maxMigrationsPerWindow"), audit.get("maxInFlightMigrations")
-        window = audit.get("window")
-        seconds = parse_duration(window) if isinstance(window, str) and is_duration(window) else None
-        numbers = [v for v in (per_window, in_flight) if isinstance(v, int) and not isinstance(v, bool)]
-        if len(numbers) < 2 or min(numbers) <= 0 or not seconds or seconds <= 0:
-            return None
-        return int(str(per_window)), float(seconds), int(str(in_flight))
+        return self.audit.caps() if self.audit is not None else None
 
     def auto_migrate_attempts(self) -> int | None:
         """lifecycle.autoMigrate.maxAttempts when a positive integer; None turns relocation off."""
-        block = (self.model_extra or {}).get("autoMigrate")
-        value = block.get("maxAttempts") if isinstance(block, dict) else None
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            return None
-        return value
+        return self.auto_migrate.attempts() if self.auto_migrate is not None else None
 
     def force_delete(self) -> tuple[float, float] | None:
         """lifecycle.forceDelete as (overdueSlack, nodeUnreachableThreshold) seconds; None (escalation off)
         unless both are durations above zero."""
-        block = (self.model_extra or {}).get("forceDelete")
-        if not isinstance(block, dict):
-            return None
-        values = [block.get("overdueSlack"), block.get("nodeUnreachableThreshold")]
-        seconds = [parse_duration(v) if isinstance(v, str) and is_duration(v) else None for v in values]
-        if any(s is None or s <= 0 for s in seconds):
-            return None
-        return float(seconds[0] or 0), float(seconds[1] or 0)
+        return self.force_delete_block.durations() if self.force_delete_block is not None else None
 
     def not_acted_on(self) -> list[str]:
         """The documented keys set here that this controller does not act on (see LIFECYCLE_NOT_ACTED_ON)."""

@@ -89,7 +89,7 @@ def test_node_unknown_pod_is_force_deleted_once_its_node_is_dead() -> None:
     ("block", "expected"),
     [({"overdueSlack": "2m", "nodeUnreachableThreshold": "5m"}, (120.0, 300.0)),
      ({"overdueSlack": "2m"}, None), ({"overdueSlack": "0s", "nodeUnreachableThreshold": "5m"}, None),
-     ({"overdueSlack": 120, "nodeUnreachableThreshold": "5m"}, None)],
+     ({"overdueSlack": "120", "nodeUnreachableThreshold": "5m"}, None)],  # no unit: off (a bare number fails)
 )
 def test_force_delete_is_on_only_with_both_durations(block: Obj, expected: Any) -> None:
     assert LifecycleConfig.model_validate({"forceDelete": block}).force_delete() == expected
