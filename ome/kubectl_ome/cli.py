@@ -28,6 +28,7 @@ from ome.kubectl_ome import (
     cmd_runtime,
     cmd_scale,
     cmd_status,
+    cmd_traffic,
     cmd_wait,
 )
 from ome.kubectl_ome.connection import Options, connect, context_namespace, kubeconfig_path, resolve_namespace
@@ -53,6 +54,8 @@ _ACTIONS: Final = frozenset(
         ("migration", "start"),
         ("scale", None),
         ("runtime", "sync"),
+        ("traffic", "drain"),
+        ("traffic", "undrain"),
     }
 )
 
@@ -78,6 +81,7 @@ def build_parser() -> Parser:
         cmd_misc,
         cmd_cluster,
         cmd_quota,
+        cmd_traffic,
     ):
         module.register(commands, [flags])
     return parser

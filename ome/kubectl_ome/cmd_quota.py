@@ -80,12 +80,24 @@ def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         example="kubectl ome quota tree",
     )
     for name, help_, example, handler in (
-        ("status", "The budgets, capacity, materialization and conditions the quota manager reported",
-         "kubectl ome quota status team-alpha", quota_status),
-        ("tree", "The declared tree, with each node's budgets", "kubectl ome quota tree team-alpha -o wide",
-         quota_tree_cmd),
-        ("validate", "Check the declared tree; exits 2 when it finds a problem", "kubectl ome quota validate",
-         quota_validate),
+        (
+            "status",
+            "The budgets, capacity, materialization and conditions the quota manager reported",
+            "kubectl ome quota status team-alpha",
+            quota_status,
+        ),
+        (
+            "tree",
+            "The declared tree, with each node's budgets",
+            "kubectl ome quota tree team-alpha -o wide",
+            quota_tree_cmd,
+        ),
+        (
+            "validate",
+            "Check the declared tree; exits 2 when it finds a problem",
+            "kubectl ome quota validate",
+            quota_validate,
+        ),
     ):
         p = add_command(sub, name, help=help_, example=example, parents=parents)
         p.add_argument("names", metavar="ACCELERATORQUOTA", nargs="*")
@@ -153,9 +165,7 @@ def tree_lines(tree: Tree, snap: Snapshot, target: str | None, *, validate: bool
 def _shown_nodes(tree: Tree, target: str | None) -> list[Obj]:
     keep = quota_tree.selection(tree, target) if target else None
     return [
-        quota_tree.node_entry(n, n.name == target)
-        for n in tree.ordered()
-        if keep is None or n.name in keep
+        quota_tree.node_entry(n, n.name == target) for n in tree.ordered() if keep is None or n.name in keep
     ]
 
 
@@ -329,8 +339,13 @@ def status_object(obj: Mapping[str, Any], now: datetime) -> tuple[list[str], Obj
             f"    reserved={usage['reserved']} borrowed={usage['borrowed']}; clusters={clusters}",
         ]
         entry["budgets"].append(
-            {"resourceName": b.get("resourceName"), "resourceFlavor": b.get("resourceFlavor"),
-             "usage": usage, "clusters": clusters, "evidence": "Reported"}
+            {
+                "resourceName": b.get("resourceName"),
+                "resourceFlavor": b.get("resourceFlavor"),
+                "usage": usage,
+                "clusters": clusters,
+                "evidence": "Reported",
+            }
         )
     for c in capacity[:PART_ENTRIES]:
         clusters = REPORTED if c.get("perCluster") else NOT_REPORTED
@@ -343,9 +358,15 @@ def status_object(obj: Mapping[str, Any], now: datetime) -> tuple[list[str], Obj
             f"    clusters={clusters}",
         ]
         entry["capacity"].append(
-            {"resourceName": c.get("resourceName"), "resourceFlavor": c.get("resourceFlavor"),
-             "allocatable": amount(c.get("allocatable")), "highWaterMark": amount(c.get("highWaterMark")),
-             "sampledAt": rfc3339(when) if when else None, "clusters": clusters, "evidence": "Reported"}
+            {
+                "resourceName": c.get("resourceName"),
+                "resourceFlavor": c.get("resourceFlavor"),
+                "allocatable": amount(c.get("allocatable")),
+                "highWaterMark": amount(c.get("highWaterMark")),
+                "sampledAt": rfc3339(when) if when else None,
+                "clusters": clusters,
+                "evidence": "Reported",
+            }
         )
     mat = mat if isinstance(mat, dict) else {}
     output = "Frozen" if mat.get("frozen") else DEFAULTED
@@ -371,8 +392,13 @@ def status_object(obj: Mapping[str, Any], now: datetime) -> tuple[list[str], Obj
         cfresh = generation_freshness(cond.get("observedGeneration") or 0, generation)
         lines.append(f"  {type_}={status_} reason={_reason(cond.get('reason'))} {cfresh}")
         entry["conditions"].append(
-            {"type": type_, "status": status_, "reason": _reason(cond.get("reason")), "freshness": cfresh,
-             "lastTransitionTime": cond.get("lastTransitionTime")}
+            {
+                "type": type_,
+                "status": status_,
+                "reason": _reason(cond.get("reason")),
+                "freshness": cfresh,
+                "lastTransitionTime": cond.get("lastTransitionTime"),
+            }
         )
     return lines, entry
 
@@ -409,8 +435,12 @@ def _one_name(args: argparse.Namespace, what: str) -> str | None:
 
 async def read_all(ctx: Ctx) -> Snapshot:
     read = await snapshot.paged_list(
-        ctx.client, ACCELERATOR_QUOTAS, page_size=PAGE_SIZE, page_limit=PAGE_LIMIT,
-        request_limit=PAGE_LIMIT, keep=PAGE_SIZE * PAGE_LIMIT,
+        ctx.client,
+        ACCELERATOR_QUOTAS,
+        page_size=PAGE_SIZE,
+        page_limit=PAGE_LIMIT,
+        request_limit=PAGE_LIMIT,
+        keep=PAGE_SIZE * PAGE_LIMIT,
     )
     if read.failure is not None:
         raise CliError(
