@@ -23,6 +23,7 @@ from ome.kubectl_ome import (
     cmd_instance,
     cmd_migration,
     cmd_misc,
+    cmd_placement,
     cmd_quota,
     cmd_rollout,
     cmd_runtime,
@@ -82,6 +83,7 @@ def build_parser() -> Parser:
         cmd_cluster,
         cmd_quota,
         cmd_traffic,
+        cmd_placement,
     ):
         module.register(commands, [flags])
     return parser
