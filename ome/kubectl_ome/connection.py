@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import yaml
-from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.config.config_exception import ConfigException
+from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigLoader, KubeConfigMerger
 
 from ome.config import durations
 from ome.framework.client import Client
@@ -159,48 +160,65 @@ class Options:
 
 
 def kubeconfig_path(flag: str | None) -> str:
-    """The flag, else the first file in $KUBECONFIG, else ~/.kube/config."""
+    """The flag, else $KUBECONFIG (files joined by the path separator, merged as kubectl merges them),
+    else ~/.kube/config."""
     if flag:
         return flag
-    env = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    return env[0] if env else os.path.expanduser("~/.kube/config")
+    return os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
 
 
-def context_namespace(config: Mapping[str, Any], context: str | None) -> str:
+def load_kubeconfig(paths: str) -> ConfigNode | None:
+    """The kubeconfig files in `paths` merged by kubernetes-asyncio's loader (the first entry of a name
+    wins; each entry remembers its file, so relative certificate paths resolve next to it); None when
+    no file exists or one is not a kubeconfig."""
+    if not _existing(paths):
+        return None  # the merger would log a warning of its own
+    try:
+        merged = KubeConfigMerger(paths).config
+    except (OSError, yaml.YAMLError, AttributeError, TypeError, ConfigException):
+        return None
+    return merged if merged is not None and isinstance(merged.value, dict) else None
+
+
+def _existing(paths: str) -> list[Path]:
+    found = (Path(os.path.expanduser(p)) for p in paths.split(os.pathsep) if p)
+    return [p for p in found if p.exists()]
+
+
+def _plain(config: ConfigNode | Mapping[str, Any] | None) -> dict[str, Any]:
+    """current-context and contexts as plain dicts (the merger wraps each entry in a ConfigNode)."""
+    value = config.value if isinstance(config, ConfigNode) else dict(config or {})
+    contexts = [e.value if isinstance(e, ConfigNode) else e for e in value.get("contexts") or []]
+    return {**value, "contexts": contexts}
+
+
+def context_namespace(config: ConfigNode | Mapping[str, Any], context: str | None) -> str:
     """The namespace of `context` (else the current context) in a kubeconfig, else "default"."""
-    name = context or config.get("current-context")
-    for entry in config.get("contexts") or []:
+    plain = _plain(config)
+    name = context or plain.get("current-context")
+    for entry in plain["contexts"]:
         if entry.get("name") == name:
             return str((entry.get("context") or {}).get("namespace") or "default")
     return "default"
 
 
-def _load(path: str) -> dict[str, Any] | None:
-    try:
-        loaded = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
-        return None
-    return loaded if isinstance(loaded, dict) else None
-
-
 def resolve_namespace(flag: str | None, path: str, context: str | None) -> str:
     if flag:
         return flag
-    config = _load(path)
-    return context_namespace(config or {}, context)
+    return context_namespace(load_kubeconfig(path) or {}, context)
 
 
-def context_name(config: Mapping[str, Any] | None, flag: str | None) -> str:
+def context_name(config: ConfigNode | Mapping[str, Any] | None, flag: str | None) -> str:
     if flag:
         return flag
-    return str((config or {}).get("current-context") or "")
+    return str(_plain(config).get("current-context") or "")
 
 
 def overridden(config: Mapping[str, Any], opts: Options) -> dict[str, Any]:
     """The kubeconfig with --cluster/--user swapped into the selected context (pure)."""
-    out = copy.deepcopy(dict(config))
+    out = copy.deepcopy(_plain(config))
     name = opts.context or out.get("current-context")
-    for entry in out.get("contexts") or []:
+    for entry in out["contexts"]:
         if entry.get("name") == name:
             ctx = entry.setdefault("context", {})
             if opts.cluster:
@@ -208,6 +226,20 @@ def overridden(config: Mapping[str, Any], opts: Options) -> dict[str, Any]:
             if opts.user:
                 ctx["user"] = opts.user
     return out
+
+
+def _with_overrides(merged: ConfigNode, opts: Options) -> ConfigNode:
+    """`merged` with --cluster/--user in the selected context; the entries keep their files."""
+    if not (opts.cluster or opts.user):
+        return merged
+    swapped = {e["name"]: e for e in overridden(merged.value, opts)["contexts"] if "name" in e}
+    contexts = [
+        ConfigNode(f"contexts[name={e.value.get('name')}]", swapped[e.value["name"]], e.path)
+        if isinstance(e, ConfigNode) and e.value.get("name") in swapped
+        else e
+        for e in merged.value.get("contexts") or []
+    ]
+    return ConfigNode(merged.name, {**merged.value, "contexts": contexts}, merged.path)
 
 
 def apply_overrides(configuration: Configuration, opts: Options) -> None:
@@ -259,18 +291,18 @@ class Connection:
 async def connect(opts: Options, *, per_request_timeout: float | None = None) -> Connection:
     """The client the flags describe; a bad kubeconfig or flag is one CliError line."""
     path = kubeconfig_path(opts.kubeconfig)
-    config = _load(path)
+    config = load_kubeconfig(path)
     if config is None and not opts.server:
-        if not Path(path).exists():
+        if not _existing(path):
             raise CliError(f"kubeconfig {path} does not exist")
         raise CliError(f"cannot load kubeconfig {path}")
     configuration = Configuration()
     if config is not None:
         try:
-            await k8s_config.load_kube_config_from_dict(
-                overridden(config, opts), context=opts.context, client_configuration=configuration
-            )
-        except Exception as exc:  # the loader raises its own types, or ValueError/KeyError
+            loader = KubeConfigLoader(_with_overrides(config, opts), active_context=opts.context,
+                                      config_base_path=None)
+            await loader.load_and_set(configuration)
+        except Exception as exc:  # the loader raises its own types, or ValueError/KeyError/AssertionError
             if not opts.server:
                 raise CliError(f"cannot load kubeconfig {path}: {exc}") from exc
     apply_overrides(configuration, opts)

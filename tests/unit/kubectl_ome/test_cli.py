@@ -40,8 +40,9 @@ def test_namespace_from_the_context(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert resolve_namespace("prod", str(path), None) == "prod"
     assert resolve_namespace(None, str(tmp_path / "missing"), None) == "default"
     assert context_namespace({}, None) == "default"
-    monkeypatch.setenv("KUBECONFIG", f"{path}:/elsewhere")
-    assert kubeconfig_path(None) == str(path)
+    monkeypatch.setenv("KUBECONFIG", f"/elsewhere:{path}")
+    assert kubeconfig_path(None) == f"/elsewhere:{path}"  # every file, merged (a missing one is skipped)
+    assert resolve_namespace(None, kubeconfig_path(None), None) == "team-a"
     assert kubeconfig_path("/flag") == "/flag"
 
 

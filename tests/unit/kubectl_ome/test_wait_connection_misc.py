@@ -156,6 +156,35 @@ async def test_connect_resolves_namespace_context_and_server(tmp_path: Path) -> 
         await conn.client.close()
 
 
+async def test_kubeconfig_list_is_merged_and_relative_files_resolve_next_to_their_kubeconfig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$KUBECONFIG names several files, merged as kubectl does (kubernetes-asyncio's merger): the context
+    is in one, its cluster and user in another whose certificate-authority is relative to that file."""
+    from ome.framework import certs
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / "pki").mkdir(parents=True)
+    ca_pem, _ = certs.generate_ca("test-ca")
+    (tmp_path / "b" / "pki" / "ca.crt").write_bytes(ca_pem)
+    first, second = tmp_path / "a" / "config", tmp_path / "b" / "config"
+    first.write_text("apiVersion: v1\nkind: Config\ncurrent-context: far\n"
+                     "contexts: [{name: far, context: {cluster: remote, user: me, namespace: team-b}}]\n")
+    second.write_text("apiVersion: v1\nkind: Config\n"
+                      "clusters: [{name: remote, cluster: {server: 'https://127.0.0.9:6443', "
+                      "certificate-authority: pki/ca.crt}}]\nusers: [{name: me, user: {token: t}}]\n")
+    monkeypatch.chdir(tmp_path)  # not where the CA is: it must resolve next to b/config
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'missing'}:{second}")
+    conn = await connection.connect(connection.Options())
+    try:
+        assert (conn.namespace, conn.context, conn.client.host) == ("team-b", "far", "https://127.0.0.9:6443")
+    finally:
+        await conn.client.close()
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    with pytest.raises(CliError, match="does not exist"):
+        await connection.connect(connection.Options())
+
+
 def test_durations() -> None:
     assert [connection.parse_duration(v) for v in ("10s", "1m", "500ms", "2h", "3")] == [10, 60, 0.5, 7200, 3]
     with pytest.raises(CliError, match="invalid duration"):
