@@ -18,6 +18,7 @@ from kubernetes_asyncio.client import Configuration
 
 from ome.cmd import wiring
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.config.ome_agent import DEFAULT_SERVICE_ACCOUNT
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
 from ome.webhooks import cert_bootstrap, registry
@@ -37,7 +38,8 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("rbac.authorization.k8s.io", "rolebindings"): WRITE,
     ("", "events"): ("create", "patch"),
     # inferenceservice-config, read once at startup; {isvc}-ome-migration-audit, written per migration
-    ("", "configmaps"): ("get", "create", "update"),
+    # the pvc:// metadata result of a gone model is deleted
+    ("", "configmaps"): ("get", "create", "update", "delete"),
     ("", "persistentvolumeclaims"): READ,
     ("apps", "deployments"): WRITE,
     ("networking.k8s.io", "ingresses"): WRITE,
@@ -72,7 +74,8 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("ome.io", "clusterbasemodels/status"): ("get", "update", "patch"),
     ("ome.io", "clusterbasemodels/finalizers"): ("update",),
     ("ome.io", "acceleratorclasses/status"): ("get", "update", "patch"),
-    ("batch", "jobs"): ("create",),  # benchmark Jobs: created once, never changed
+    # benchmark and pvc:// metadata Jobs: created once, never changed; metadata Jobs of a gone model deleted
+    ("batch", "jobs"): ("create", "delete"),
     ("ome.io", "benchmarkjobs/status"): ("get", "update", "patch"),
     ("ome.io", "benchmarkjobs/finalizers"): ("update",),  # blockOwnerDeletion on the Job
 }
@@ -85,7 +88,19 @@ NAMED_CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["admissionregistration.k8s.io"],
      "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
      "resourceNames": [registry.CONFIGURATION_NAME], "verbs": ["create", "delete", "get", "patch"]},
+    # The RoleBinding `ome-model-metadata-<namespace>` lets a metadata Job outside OME's namespace write
+    # its result; binding a ClusterRole needs `bind` on it (or every permission it grants).
+    {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
+     "resourceNames": [DEFAULT_SERVICE_ACCOUNT], "verbs": ["bind"]},
 ]
+
+# What the ome-agent of a pvc:// metadata Job may do, bound in OME's namespace only: write its result.
+METADATA_AGENT_ROLE: dict[str, Any] = {
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+    "metadata": {"name": DEFAULT_SERVICE_ACCOUNT},
+    "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+               "verbs": ["create", "get", "list", "patch", "update"]}],
+}
 
 # What lives in the manager's own namespace, as a Role rather than cluster-wide: leader election, and the
 # Secret of --webhook-cert-bootstrap (create cannot be limited by name; get and update are).
@@ -131,7 +146,8 @@ def render() -> str:
     leader = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
               "metadata": {"name": "ome-leader-election-role", "namespace": "ome"},
               "rules": NAMESPACED_RULES}
-    return header + yaml.safe_dump_all([cluster_role(manager_for_inspection()), leader], sort_keys=False)
+    return header + yaml.safe_dump_all([cluster_role(manager_for_inspection()), leader, METADATA_AGENT_ROLE],
+                                       sort_keys=False)
 
 
 def main(argv: list[str] | None = None) -> int:

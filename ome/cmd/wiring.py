@@ -21,6 +21,7 @@ from ome.controllers.inferenceservice import routing
 from ome.controllers.instancerollout import setup as instancerollout
 from ome.controllers.migration import setup as migration
 from ome.controllers.migration.reconciler import MigrationSettings
+from ome.controllers.modelmetadata import setup as modelmetadata
 from ome.framework import resources
 from ome.framework.client import Client
 from ome.framework.manager import Manager
@@ -164,6 +165,8 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
     from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
 
     nodeagent.add_to_manager(manager, config_namespace=settings.config_namespace)
+    modelmetadata.add_to_manager(manager, settings.config.ome_agent,
+                                 config_namespace=settings.config_namespace)
     acceleratorclass.add_to_manager(manager)
     benchmarkjob.add_to_manager(manager, config_namespace=settings.config_namespace)
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ome.config.durations import is_duration, parse_duration
 from ome.config.migration_lifecycle import AuditConfig, AutoMigrateConfig, ForceDeleteConfig
+from ome.config.ome_agent import OmeAgentConfig
 from ome.framework import errors, resources
 from ome.framework.client import Client
 
@@ -489,6 +490,8 @@ class InferenceServiceConfig(_Section):
     model_init: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="modelInit")
     fine_tuned_adapter: FineTunedAdapterConfig | None = Field(default=None, alias="fineTunedAdapter")
     cluster_domain: str = Field(default="cluster.local", alias="clusterDomain")
+    ome_agent: OmeAgentConfig = Field(default_factory=OmeAgentConfig, alias="omeAgent")
+    """The ome-agent image and the pvc:// metadata Job's settings (`ome/config/ome_agent.py`)."""
 
 
 # Keys whose value is a JSON document; clusterDomain is a bare string.
@@ -502,6 +505,7 @@ _JSON_KEYS: Final = (
     "metricProviders",
     "modelInit",
     "fineTunedAdapter",
+    "omeAgent",
 )
 
 

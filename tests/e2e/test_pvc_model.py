@@ -1,6 +1,10 @@
 """A `pvc://` model served end to end (serve-models-from-pvc page, seed "How OME works"): the weights stay on
 the PersistentVolumeClaim and the serving pods mount it.
 
+The model turns Ready through its metadata Job: the modelmetadata controller creates it, the real Job
+controller and scheduler run its pod on a kwok node, and this test writes the result ConfigMap as the
+ome-agent in that pod would (kwok runs no container).
+
 A hostPath PersistentVolume is bound to the claim `model-storage` by the real PV controller; the BaseModel
 names it with `pvc://model-storage/<sub-path>`. Every OME controller runs in-process as ome-manager wires
 them: the node agent label reconciler makes the model Ready from the Bound claim, and the InferenceService
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +26,7 @@ import pytest
 from ome.api import resources
 from ome.cmd import wiring
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.modelmetadata import job as metadata_job
 from ome.framework import errors
 from ome.framework.client import Client
 from tests.e2e.isvc_support import condition, create_when_served, eventually, in_process_manager, runtime_body
@@ -45,11 +51,41 @@ def _claim_objects(namespace: str) -> tuple[Obj, Obj]:
     return pv, pvc
 
 
+LLAMA_CONFIG: Obj = {"modelType": "llama", "modelArchitecture": "LlamaForCausalLM",
+                     "modelFormat": {"name": "safetensors", "version": "1.0.0"},
+                     "modelFramework": {"name": "transformers", "version": "4.45.0.dev0"},
+                     "modelCapabilities": ["TEXT_TO_TEXT"], "maxTokens": 131072}
+
+
 def _base_model(namespace: str) -> Obj:
-    # The format is set here, as the metadata Job would record it, so the webhook-free path matches.
+    # No format or framework: the metadata Job's result fills them in.
     return {"apiVersion": "ome.io/v1beta1", "kind": "BaseModel", "metadata": {"name": MODEL, "namespace": namespace},
-            "spec": {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"},
-                     "storage": {"storageUri": f"pvc://{CLAIM}/{SUB_PATH}"}}}
+            "spec": {"storage": {"storageUri": f"pvc://{CLAIM}/{SUB_PATH}"}}}
+
+
+async def metadata_job_of(client: Client, namespace: str, model: str = MODEL) -> Obj | None:
+    jobs, _ = await client.list(resources.JOBS, namespace, label_selector={metadata_job.MODEL_NAME_LABEL: model})
+    return jobs[0] if jobs else None
+
+
+async def write_result_as_the_agent(client: Client, config_namespace: str, namespace: str, *, status: str = "Ready",
+                                    error: str = "", model: str = MODEL) -> None:
+    """What `ome-agent model-metadata` does at its end: its entry in the model's result ConfigMap."""
+    entry: Obj = {"name": model, "status": status}
+    if status == "Ready":
+        entry["config"] = LLAMA_CONFIG
+    name = metadata_job.result_configmap_name(model, namespace)
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": config_namespace,
+                         "labels": {metadata_job.PVC_STATUS_LABEL: "true", metadata_job.MODEL_NAME_LABEL: model,
+                                    metadata_job.MODEL_SCOPE_LABEL: "namespaced"},
+                         "annotations": {metadata_job.LAST_ERROR_ANNOTATION: error} if error else {}},
+            "data": {metadata_job.result_key(model, namespace): json.dumps(entry)}}
+    try:
+        await client.create(resources.CONFIGMAPS, body, config_namespace)
+    except errors.AlreadyExists:
+        await client.patch(resources.CONFIGMAPS, name, {"metadata": body["metadata"], "data": body["data"]},
+                           config_namespace)
 
 
 @contextlib.asynccontextmanager
@@ -66,6 +102,8 @@ async def served_pvc_model(client: Client, namespace: str) -> AsyncIterator[str]
         await client.create(resources.PVCS, pvc, namespace)
         await create_when_served(client, resources.BASE_MODELS, _base_model(namespace), namespace)
         await create_when_served(client, resources.CLUSTER_SERVING_RUNTIMES, runtime_body(runtime))
+        await eventually(lambda: metadata_job_of(client, namespace), timeout=60)
+        await write_result_as_the_agent(client, namespace, namespace)
 
         async def model_ready() -> bool:
             claim = await client.get(resources.PVCS, CLAIM, namespace)

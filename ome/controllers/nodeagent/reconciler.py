@@ -72,13 +72,11 @@ class ModelStatusReconciler:
         if await self._ensure_finalizer(res, kind, model):
             return Result()
         if storage.is_pvc(model):
-            verdict = status.from_pvc(model, self._claim_of(model))
-        else:
-            reports = self.reports(kind, model)
-            if await self._fill_spec(res, model, reports):
-                return Result()
-            verdict = status.from_nodes(reports)
-        await self._write_status(res, model, verdict)
+            return Result()  # its status is the metadata controller's (ome/controllers/modelmetadata)
+        reports = self.reports(kind, model)
+        if await self._fill_spec(res, model, reports):
+            return Result()
+        await self._write_status(res, model, status.from_nodes(reports))
         return Result()
 
     def reports(self, kind: str, model: Obj) -> list[NodeReport]:
@@ -100,12 +98,6 @@ class ModelStatusReconciler:
         cm = self._reader.get_or_none(resources.CONFIGMAPS, node, self._config_namespace)
         raw = ((cm or {}).get("data") or {}).get(key)
         return Entry.loads(raw) if raw else None
-
-    def _claim_of(self, model: Obj) -> Obj | None:
-        ref = status.pvc_reference(model)
-        if isinstance(ref, str):
-            return None
-        return self._reader.get_or_none(resources.PVCS, ref[1], ref[0])
 
     async def _ensure_finalizer(self, res: Resource, kind: str, model: Obj) -> bool:
         meta = model["metadata"]

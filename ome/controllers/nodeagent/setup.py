@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from ome.api.resources import BASE_MODELS, CLUSTER_BASE_MODELS, CONFIGMAPS, NODES, PVCS
+from ome.api.resources import BASE_MODELS, CLUSTER_BASE_MODELS, CONFIGMAPS, NODES
 from ome.controllers.nodeagent.reconciler import ModelStatusReconciler
 from ome.framework import transforms
 from ome.framework.cache import SharedCache
 from ome.framework.controller import Controller
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.models import labels, status, storage
+from ome.models import labels
 
 Obj = dict[str, Any]
 
@@ -25,7 +25,6 @@ NODE_MODEL_LABELS: Final = transforms.keep_label_prefixes(labels.DOMAIN + "/")
 """The Node transform; shared so that any other user of the metadata-only Node informer gets the same one."""
 LABEL_KEY_INDEX: Final = "models.ome.io/label-key"
 CONFIGMAP_KEY_INDEX: Final = "models.ome.io/configmap-key"
-CLAIM_INDEX: Final = "models.ome.io/claim"
 MODEL_RESOURCES: Final = (BASE_MODELS, CLUSTER_BASE_MODELS)
 
 
@@ -41,13 +40,6 @@ def index_label_key(obj: Obj) -> list[str]:
 def index_configmap_key(obj: Obj) -> list[str]:
     meta = obj["metadata"]
     return [labels.configmap_key(_kind(obj), meta["name"], meta.get("namespace"))]
-
-
-def index_claim(obj: Obj) -> list[str]:
-    if not storage.is_pvc(obj):
-        return []
-    ref = status.pvc_reference(obj)
-    return [] if isinstance(ref, str) else [f"{ref[0]}/{ref[1]}"]
 
 
 def _models_by(cache: SharedCache, index: str, values: Iterable[str]) -> list[Request]:
@@ -82,21 +74,6 @@ def configmap_mapper(cache: SharedCache) -> Callable[[Obj], Iterable[Request]]:
     return mapper
 
 
-def claim_mapper(cache: SharedCache) -> Callable[[Obj], Iterable[Request]]:
-    def mapper(pvc: Obj) -> Iterable[Request]:
-        meta = pvc["metadata"]
-        return _models_by(cache, CLAIM_INDEX, [f"{meta.get('namespace')}/{meta['name']}"])
-
-    return mapper
-
-
-def _slim_claim(obj: Obj) -> Obj:
-    """A PVC as this controller reads it: identity and phase."""
-    meta = obj.get("metadata") or {}
-    return {"metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta},
-            "status": {"phase": (obj.get("status") or {}).get("phase")}}
-
-
 def _only_changes(fields: Callable[[Obj], Any]) -> Callable[[str, Obj, Obj | None], bool]:
     def predicate(event_type: str, obj: Obj, old: Obj | None) -> bool:
         return old is None or fields(obj) != fields(old)
@@ -113,7 +90,6 @@ def add_to_manager(manager: Manager, *, config_namespace: str = "ome") -> list[C
         informer = cache.informer_for(res)
         informer.add_indexer(LABEL_KEY_INDEX, index_label_key)
         informer.add_indexer(CONFIGMAP_KEY_INDEX, index_configmap_key)
-        informer.add_indexer(CLAIM_INDEX, index_claim)
         controller.for_(informer)
     nodes = cache.informer_for(NODES, metadata_only=True, transform=NODE_MODEL_LABELS)
     controller.watches(nodes, node_mapper(cache),
@@ -121,8 +97,6 @@ def add_to_manager(manager: Manager, *, config_namespace: str = "ome") -> list[C
     status_cms = cache.informer_for(CONFIGMAPS, namespace=config_namespace,
                                     label_selector={labels.STATUS_CONFIGMAP_LABEL: "true"})
     controller.watches(status_cms, configmap_mapper(cache), _only_changes(lambda c: c.get("data")))
-    claims = cache.informer_for(PVCS, transform=_slim_claim)
-    controller.watches(claims, claim_mapper(cache), _only_changes(lambda p: p["status"]))
     manager.add_controller(controller)
     return [controller]
 

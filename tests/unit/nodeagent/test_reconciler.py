@@ -131,15 +131,16 @@ async def test_entries_of_deleted_nodes_are_ignored() -> None:
     assert writer.patches[-1][2]["metadata"]["finalizers"] == []
 
 
-async def test_pvc_model_is_ready_when_its_claim_is_bound() -> None:
+async def test_pvc_model_status_is_left_to_the_metadata_controller() -> None:
+    """A pvc:// model gets the finalizer here; its status comes from its metadata Job (modelmetadata)."""
     reader, writer, rec = world()
     model = cbm(uri="pvc://demo:store/llama")
     reader.add(resources.CLUSTER_BASE_MODELS, model)
     reader.add(resources.PVCS, {"metadata": {"name": "store", "namespace": "demo"}, "status": {"phase": "Bound"}})
     await converge(rec, writer, Request("", "llama"))
     obj = reader.get_or_none(resources.CLUSTER_BASE_MODELS, "llama")
-    assert obj is not None and obj["status"]["state"] == "Ready"
-    assert obj["status"]["conditions"][0]["reason"] == "PVCBound"
+    assert obj is not None and "status" not in obj
+    assert [p[3] for p in writer.patches] == [None]  # the finalizer, no status write
 
 
 async def test_basemodel_request_reads_the_namespaced_kind() -> None:
@@ -160,9 +161,7 @@ def test_node_transform_keeps_only_model_labels() -> None:
     assert "spec" not in slim
 
 
-def test_indexes_key_models_by_label_configmap_key_and_claim() -> None:
+def test_indexes_key_models_by_label_and_configmap_key() -> None:
     model = cbm(uri="pvc://demo:store/llama")
     assert setup.index_label_key(model) == [KEY]
     assert setup.index_configmap_key(model) == [CM_KEY]
-    assert setup.index_claim(model) == ["demo/store"]
-    assert setup.index_claim(cbm()) == []

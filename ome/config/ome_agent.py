@@ -1,0 +1,60 @@
+"""The `omeAgent` entry of inferenceservice-config: the ome-agent image and the pvc:// metadata Job.
+
+The chart's `ome.omeAgent` values (`image`, `tag`, `metadataJob.*`) land here; the defaults are the ones
+serve-models-from-pvc.md lists (`ome-model-metadata`, 256Mi/512Mi, 100m/500m, backoff 2, TTL 3600 s).
+A `0` for `backoffLimit` or `ttlSecondsAfterFinished` means the default, and an empty resource value sets
+no request or limit. An empty image is accepted here: the metadata controller then reports
+`PVCConfigMissing` on each pvc:// model, as v1.3 does, rather than the manager refusing to start.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+DEFAULT_IMAGE: Final = "ghcr.io/moirai-internal/ome-agent:v1.3.0"
+DEFAULT_SERVICE_ACCOUNT: Final = "ome-model-metadata"
+DEFAULT_BACKOFF_LIMIT: Final = 2
+DEFAULT_TTL_SECONDS: Final = 3600
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
+
+
+class MetadataJobConfig(_Section):
+    service_account: str = Field(default=DEFAULT_SERVICE_ACCOUNT, alias="serviceAccount")
+    memory_request: str = Field(default="256Mi", alias="memoryRequest")
+    memory_limit: str = Field(default="512Mi", alias="memoryLimit")
+    cpu_request: str = Field(default="100m", alias="cpuRequest")
+    cpu_limit: str = Field(default="500m", alias="cpuLimit")
+    backoff_limit: int = Field(default=DEFAULT_BACKOFF_LIMIT, alias="backoffLimit", ge=0)
+    ttl_seconds_after_finished: int = Field(default=DEFAULT_TTL_SECONDS, alias="ttlSecondsAfterFinished",
+                                            ge=0)
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    affinity: dict[str, Any] = Field(default_factory=dict)
+    priority_class_name: str = Field(default="", alias="priorityClassName")
+
+    @field_validator("service_account")
+    @classmethod
+    def _service_account_default(cls, value: str) -> str:
+        return value or DEFAULT_SERVICE_ACCOUNT
+
+    @property
+    def effective_backoff_limit(self) -> int:
+        return self.backoff_limit or DEFAULT_BACKOFF_LIMIT
+
+    @property
+    def effective_ttl(self) -> int:
+        return self.ttl_seconds_after_finished or DEFAULT_TTL_SECONDS
+
+
+class OmeAgentConfig(_Section):
+    image: str = DEFAULT_IMAGE
+    """The full reference; the chart joins `ome.omeAgent.image` and `.tag` into it."""
+    metadata_job: MetadataJobConfig = Field(default_factory=MetadataJobConfig, alias="metadataJob")
+
+
+__all__ = ["DEFAULT_IMAGE", "DEFAULT_SERVICE_ACCOUNT", "MetadataJobConfig", "OmeAgentConfig"]
