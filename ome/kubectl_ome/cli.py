@@ -19,6 +19,7 @@ import structlog
 
 from ome.framework import errors, log_setup
 from ome.kubectl_ome import (
+    cmd_accelerator,
     cmd_cluster,
     cmd_instance,
     cmd_migration,
@@ -84,6 +85,7 @@ def build_parser() -> Parser:
         cmd_quota,
         cmd_traffic,
         cmd_placement,
+        cmd_accelerator,
     ):
         module.register(commands, [flags])
     return parser
