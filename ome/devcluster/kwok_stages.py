@@ -249,6 +249,49 @@ spec:
 POD_GATE_OPEN = _gate_stage("pod-serving-gate-open", "True", "False")
 POD_GATE_CLOSED = _gate_stage("pod-serving-gate-closed", "False", "True")
 
+# kube-controller-manager's node lifecycle controller sets Ready=False (and nothing else) on every pod of a
+# node whose lease it saw go stale, e.g. across an apiserver restart; the node then comes back, and a real
+# kubelet's next status sync sets Ready=True again from its containers. kwok's pod-ready stage runs once
+# (before the pod has an IP), so without this stage a pod without readiness gates stays Ready=False for
+# good (gated pods come back through pod-serving-gate-open).
+POD_READY_AGAIN = """
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready-again
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.spec.readinessGates'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: [Running]
+    - key: '.status.conditions.[] | select( .type == "ContainersReady" ) | .status'
+      operator: In
+      values: ['True']
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: In
+      values: ['False']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range .status.conditions }}
+      - type: {{ .type | Quote }}
+      {{ if eq .type "Ready" }}
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      {{ else }}
+        status: {{ .status | Quote }}
+        lastTransitionTime: {{ or .lastTransitionTime $now | Quote }}
+      {{ end }}
+      {{ end }}
+"""
+
 POD_COMPLETE = """
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -303,8 +346,8 @@ spec:
     delete: true
 """
 
-ALL_STAGES = (NODE_INITIALIZE, NODE_HEARTBEAT, POD_READY, POD_IMAGE_PULL_FAILS, POD_GATE_OPEN, POD_GATE_CLOSED, POD_COMPLETE,
-              POD_DELETE)
+ALL_STAGES = (NODE_INITIALIZE, NODE_HEARTBEAT, POD_READY, POD_IMAGE_PULL_FAILS, POD_GATE_OPEN, POD_GATE_CLOSED,
+              POD_READY_AGAIN, POD_COMPLETE, POD_DELETE)
 
 
 def kwok_config_yaml() -> str:
