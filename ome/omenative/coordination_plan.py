@@ -55,8 +55,8 @@ from datetime import datetime
 from typing import Any, Final
 
 from ome.config.durations import parse_duration
+from ome.omenative import canary_progression, rollout_budget
 from ome.omenative import coordination_pairing as pairing
-from ome.omenative import rollout_budget
 from ome.omenative.coordination_types import (
     BLUE_GREEN,
     CANARY,
@@ -144,7 +144,7 @@ def grouped_components(isvc: Mapping[str, Any]) -> set[str]:
 
 
 def group_name(index: int) -> str:
-    return f"group-{index}"
+    return str(index)
 
 
 # -- the pass ----------------------------------------------------------------------------------------
@@ -407,6 +407,7 @@ def _soak_left(ctx: GroupContext, active: str, prev: str | None) -> float | None
 register_progression(BLUE_GREEN, blue_green)
 register_progression(ROLLING_UPDATE, rolling_update)
 register_progression(SEQUENTIAL, sequential)
+register_progression(CANARY, canary_progression.progression)
 
 
 def limit_for(coordination: CoordinationPlan, component: str) -> Limit | None:

@@ -139,6 +139,10 @@ def compute(isvc: Mapping[str, Any], observed: Observed, config: InferenceServic
         conds[OVERLAYS_READY] = _overlays_condition(observed)
     for extra in observed.extra_conditions:
         conds[extra.type] = extra
+    for raw in old.get("conditions") or []:  # written by the rollout controllers; kept as they are
+        if raw.get("type") in FOREIGN_CONDITIONS and raw["type"] not in conds:
+            kept = Cond(raw["type"], raw["status"], raw.get("reason", ""), raw.get("message", ""))
+            conds[kept.type] = kept
     conds[READY] = _ready(conds)
     status: Obj = _urls(isvc, observed, config)
     status["observedGeneration"] = isvc["metadata"].get("generation")
@@ -165,6 +169,8 @@ OWNED_FIELDS: Final = (
     "addresses",
     "traffic",
 )
+FOREIGN_CONDITIONS: Final = frozenset({"RolloutPlanReady", "RolloutPlanDrift", "RolloutCoordinationReady"})
+"""Conditions the rollout run and coordination controllers write; this controller keeps them."""
 COMPONENT_FIELDS: Final = ("url", "lifecycle", "scaleTargetRef")
 """Within status.components.<c>, the fields this controller owns; other controllers report the rest."""
 

@@ -212,9 +212,12 @@ def test_rollout_group_requires_omenative_in_the_service() -> None:
     assert denial(svc).endswith("(CoordinationRequiresOMENative)")
 
 
+ONE_STEP_CANARY = {"steps": [{"capacity": "100%", "traffic": 100}]}  # an empty ladder is CanaryInvalid
+
+
 def test_canary_group_requires_omenative_in_the_service() -> None:
     svc = isvc(
-        model={"name": "llama"}, engine={"runner": {"image": "x"}}, **group("engine", canary={"steps": []})
+        model={"name": "llama"}, engine={"runner": {"image": "x"}}, **group("engine", canary=ONE_STEP_CANARY)
     )
     assert denial(svc).endswith("(CanaryRequiresOMENative)")
 
@@ -233,7 +236,7 @@ def test_rollout_group_with_omenative_passes() -> None:
         model={"name": "llama"},
         deploymentMode="OMENative",
         engine={"runner": {"image": "x"}},
-        **group("engine", canary={"steps": []}),
+        **group("engine", canary=ONE_STEP_CANARY),
     )
     assert check(svc)["allowed"]
 
