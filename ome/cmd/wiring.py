@@ -21,6 +21,7 @@ from ome.controllers.inferenceservice import routing
 from ome.controllers.instancerollout import setup as instancerollout
 from ome.controllers.migration import setup as migration
 from ome.controllers.migration.reconciler import MigrationSettings
+from ome.controllers.rolloutcoordination import setup as rolloutcoordination
 from ome.controllers.modelmetadata import setup as modelmetadata
 from ome.framework import resources
 from ome.framework.client import Client
@@ -161,6 +162,10 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
                               max_concurrent_reconciles=settings.inferenceservice_workers)
     if settings.inferencereplica_controller:  # the Instances' pods are the InferenceReplica controller's part
         instancerollout.add_to_manager(manager, settings.rollout_settings())
+        rollout = settings.rollout_settings()
+        rolloutcoordination.add_to_manager(manager, defaults=rollout.defaults,
+                                           ratio_tolerance=rollout.ratio_tolerance,
+                                           max_concurrent_reconciles=settings.inferenceservice_workers)
         migration.add_to_manager(manager, settings.migration_settings())
     from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
 

@@ -34,6 +34,8 @@ class PodIdentity:
     revision_hash: str
     replicas: int
     topology_key: str | None = None
+    peer_env: tuple[tuple[str, str], ...] = ()
+    """OME_<PEER>_ENDPOINT and OME_<PEER>_REVISION_ENDPOINT of a grouped service (coordination_pairing)."""
 
     @property
     def name(self) -> str:
@@ -55,6 +57,7 @@ def instance_pods(replica: Mapping[str, Any], data: RevisionData, ident: PodIden
                 ident.revision_hash,
                 ident.replicas,
                 ident.topology_key,
+                ident.peer_env,
             )
             pods.append(render_pod(replica, data, runner, one))
     return pods
@@ -122,6 +125,7 @@ def ome_env(data: RevisionData, ident: PodIdentity) -> list[Obj]:
             ("OME_INSTANCE_POD_RANK", str(pod_rank(data, ident))),
             ("OME_INSTANCE_POD_COUNT", str(data.pod_count)),
         ]
+    env += list(ident.peer_env)
     return [{"name": k, "value": v} for k, v in env]
 
 

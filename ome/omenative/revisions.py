@@ -133,12 +133,18 @@ def controller_revision(replica: Mapping[str, Any], data: RevisionData, number: 
         "metadata": {
             "name": names.revision_name(base, component, digest),
             "namespace": meta["namespace"],
-            "labels": {**names.selector_labels(base, component), names.REVISION_HASH_LABEL: digest},
+            "labels": {**names.selector_labels(base, component), names.REVISION_HASH_LABEL: digest,
+                       **pairing_label(data)},
             "ownerReferences": [owner_reference(replica)],
         },
         "data": data.to_json(),
         "revision": number,
     }
+
+
+def pairing_label(data: RevisionData) -> dict[str, str]:
+    """`ome.io/pairing-protocol` on what carries a revision with a pairing protocol (none without)."""
+    return {names.PAIRING_PROTOCOL_LABEL: data.pairing_protocol} if data.pairing_protocol else {}
 
 
 def owner_reference(replica: Mapping[str, Any]) -> Obj:

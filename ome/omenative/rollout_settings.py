@@ -27,6 +27,8 @@ class RolloutSettings:
     """omenativeStatus.maxDecodedInstances: above it the rows are written as the list, as the replica
     controller writes them (the two must agree, or they would rewrite each other's status)."""
     event_component: str = "ome-inferencereplica-controller"
+    ratio_tolerance: int = 5
+    """coordination.defaultRatioTolerancePercent: a rollout group's maintainRatio without a tolerance."""
     max_concurrent_reconciles: int = 4
 
     def __post_init__(self) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ome.omenative import instance_names as names
-from ome.omenative.revisions import RevisionData, owner_reference
+from ome.omenative.revisions import RevisionData, owner_reference, pairing_label
 
 Obj = dict[str, Any]
 
@@ -38,7 +38,7 @@ def revision_services(replica: Mapping[str, Any], digest: str, data: RevisionDat
     if data.multi_pod:
         # Workers run distributed-init peers and never take requests.
         routed[names.RUNNER_LABEL] = "leader"
-    labels = {**every_pod, REVISION_SERVICE_LABEL: "true"}
+    labels = {**every_pod, REVISION_SERVICE_LABEL: "true", **pairing_label(data)}
     return [
         _service(
             replica,

@@ -61,6 +61,8 @@ def inference_replica(isvc: Mapping[str, Any], plan: ComponentPlan, config: Infe
     if lifecycle:
         spec["lifecycle"] = lifecycle
     spec.update(rollout_controls(isvc))
+    if (token := pairing_protocol(isvc, plan.component)) is not None:
+        spec["pairingProtocol"] = token
     for key in _PASSED_THROUGH:
         if plan.merged.get(key) is not None:
             spec[key] = plan.merged[key]
@@ -89,6 +91,15 @@ def rollout_controls(isvc: Mapping[str, Any]) -> Obj:
     if limit.isdigit() and int(limit) >= 1:
         out["revisionHistoryLimit"] = int(limit)
     return out
+
+
+def pairing_protocol(isvc: Mapping[str, Any], component: str) -> str | None:
+    """spec.rollout.pairingProtocol, for the engine and the decoder (the router pairs with neither): part
+    of their revisions, so a new token rolls both."""
+    if component not in ("engine", "decoder"):
+        return None
+    token = ((isvc.get("spec") or {}).get("rollout") or {}).get("pairingProtocol")
+    return str(token) if token else None
 
 
 def excluded_annotation_keys(isvc: Mapping[str, Any], plan: ComponentPlan) -> str:

@@ -23,6 +23,8 @@ from ome.webhooks import annotation_validation, autoscaler_admission, canary_val
 from ome.webhooks import inferenceservice_rollout as rollout
 from ome.webhooks.handler import CREATE, UPDATE, AdmissionRequest, Outcome
 from ome.webhooks.loose import as_dict, declared_components, dig, is_int, text
+from ome.webhooks.rollout_group_validation import validate as rollout_group_error
+from ome.webhooks.rollout_group_validation import warnings as rollout_group_warnings
 
 Obj = dict[str, Any]
 
@@ -46,6 +48,8 @@ def validate(request: AdmissionRequest, reader: Reader) -> Outcome:
         return Outcome.deny(error)
     if (error := spec_error(request.name, spec)) is not None:
         return Outcome.deny(error)
+    if (error := rollout_group_error(spec, old_spec)) is not None:
+        return Outcome.deny(error)
     if (error := autoscaler_admission.isvc_error(request.obj)) is not None:
         return Outcome.deny(error)
     if (error := migration_request.admission_error(request.obj, request.old)) is not None:
@@ -53,7 +57,7 @@ def validate(request: AdmissionRequest, reader: Reader) -> Outcome:
     annotation_error, annotation_warnings = annotation_validation.validate(request.obj)
     if annotation_error is not None:
         return Outcome.deny(annotation_error, annotation_warnings)
-    warnings = annotation_warnings + deployment_strategy_warnings(spec)
+    warnings = annotation_warnings + deployment_strategy_warnings(spec) + rollout_group_warnings(spec)
     if (error := references_error(spec)) is not None:
         return Outcome.deny(error, warnings)
     if (error := runtime_pin_error(request.namespace, spec)) is not None:

@@ -31,6 +31,7 @@ from ome.api import resources
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.config.durations import parse_duration
 from ome.controllers import drift
+from ome.controllers.rolloutcoordination import observe as coordination
 from ome.controllers.serving_gate import set_serving_gate
 from ome.framework import errors
 from ome.framework.cache import SharedCache
@@ -419,6 +420,7 @@ class InferenceReplicaReconciler:
             create.revision_hash,
             ctx.desired,
             (replica["spec"].get("topologyKey") or None),
+            tuple(coordination.peer_env_for(self._cache, replica, create.revision_hash)),
         )
         bodies = [
             p for p in pod_render.instance_pods(replica, data, ident) if p["metadata"]["name"] in create.names

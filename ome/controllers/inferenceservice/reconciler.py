@@ -49,6 +49,7 @@ from ome.api.resources import Resource
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import converge, routing, runtime_pinning, status, ttl
+from ome.controllers.rolloutcoordination import condition as coordination_condition
 from ome.framework import errors
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
@@ -306,7 +307,9 @@ class InferenceServiceReconciler:
             overlays_problem="; ".join(found.problems) or None,
             ingress=ingress_state,
             traffic=traffic,
-            **runtime_pinning.observed_fields(pin),
+            **coordination_condition.with_condition(
+                runtime_pinning.observed_fields(pin), self._reader, isvc, now
+            ),
         )
         await self._write_status(isvc, status.compute(isvc, observed, self._config, format_time(now)))
         if failure is not None:

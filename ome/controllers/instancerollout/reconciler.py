@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ import structlog
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.durations import parse_duration
+from ome.controllers.rolloutcoordination import observe as coordination
 from ome.controllers.serving_gate import set_serving_gate
 from ome.framework import errors
 from ome.framework.cache import SharedCache
@@ -36,8 +38,8 @@ from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
 from ome.framework.store import OWNER_INDEX
-from ome.omenative import instance_names as names
 from ome.omenative import (
+    coordination_enforce,
     pod_render,
     revisions,
     rollout_budget,
@@ -47,6 +49,7 @@ from ome.omenative import (
     status,
     teardown,
 )
+from ome.omenative import instance_names as names
 from ome.omenative.revisions import RevisionData
 from ome.omenative.rollout_pods import rollout_pod
 from ome.omenative.rollout_retry import RELEASE_ANNOTATION
@@ -94,7 +97,9 @@ class InstanceRolloutReconciler:
         raw = self._owned(PODS, replica)
         self._forget_observed(raw)
         for attempt in range(_CONFLICT_RETRIES + 1):
-            plan = rollout_plan.plan(self._inputs(replica, update, known, raw))
+            inputs, coordinated = self._coordinate(replica, self._inputs(replica, update, known, raw))
+            plan = rollout_plan.plan(inputs)
+            coordinated(plan)
             try:
                 written = await self._write_status(replica, plan)
                 break
@@ -185,6 +190,27 @@ class InstanceRolloutReconciler:
             previous_hold=prev.get("rolloutHold"),
             rejected=self._rejected.get((meta["namespace"], meta["name"]), {}),
         )
+
+    def _coordinate(
+        self, replica: Obj, inp: rollout_types.Inputs
+    ) -> tuple[rollout_types.Inputs, Callable[[rollout_types.Plan], None]]:
+        """The inputs narrowed to what the service's rollout groups allow now (rolloutcoordination),
+        and what to do to the plan after: the group's hold when it held a start back, its wake."""
+        limit, wake = coordination.limit_for_replica(
+            self._cache, replica, self._settings.defaults, inp.now, self._settings.ratio_tolerance
+        )
+        strategy, held = coordination_enforce.constrain(
+            inp.strategy, limit, inp.rows, inp.update_revision, inp.desired
+        )
+
+        def after(plan: rollout_types.Plan) -> None:
+            other = (plan.rollout_hold or {}).get("gate")
+            if limit is not None and held and other not in ("RetryBlock", "Held"):
+                plan.rollout_hold = coordination_enforce.hold(limit, inp.previous_hold, inp.now,
+                                                              inp.update_revision)
+            plan.wake(wake)
+
+        return dataclasses.replace(inp, strategy=strategy), after
 
     # -- status -------------------------------------------------------------------------------
 
@@ -309,6 +335,7 @@ class InstanceRolloutReconciler:
             create.revision_hash,
             desired_replicas(replica),
             spec.get("topologyKey") or None,
+            tuple(coordination.peer_env_for(self._cache, replica, create.revision_hash)),
         )
         return pod_render.render_pod(replica, data, runner, ident)
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
+from ome.controllers.rolloutcoordination import observe as coordination
 from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder
 from ome.framework.manager import Manager
+from ome.framework.reconcile import Request
 from ome.omenative import instance_names as names
 from ome.omenative.rollout_settings import RolloutSettings
 
@@ -29,6 +31,10 @@ def add_to_manager(manager: Manager, settings: RolloutSettings) -> Controller:
         .for_(replicas)
         .owns(pods, OME_GROUP, "InferenceReplica")
         .owns(revs, OME_GROUP, "InferenceReplica")
+        # A replica in a rollout group moves as its group's other replicas do (rolloutcoordination).
+        .watches(replicas, lambda obj: [
+            Request(obj["metadata"]["namespace"], name) for name in coordination.siblings(cache, obj)
+        ])
     )
     manager.add_controller(controller)
     return controller

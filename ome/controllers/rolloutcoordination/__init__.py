@@ -1,0 +1,1 @@
+"""Rollout coordination: rollout groups of an InferenceService's OMENative components."""
