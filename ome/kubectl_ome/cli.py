@@ -20,6 +20,7 @@ import structlog
 from ome.framework import errors, log_setup
 from ome.kubectl_ome import (
     cmd_accelerator,
+    cmd_admin,
     cmd_cluster,
     cmd_instance,
     cmd_migration,
@@ -86,6 +87,7 @@ def build_parser() -> Parser:
         cmd_traffic,
         cmd_placement,
         cmd_accelerator,
+        cmd_admin,
     ):
         module.register(commands, [flags])
     return parser
