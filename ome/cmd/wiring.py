@@ -21,8 +21,8 @@ from ome.controllers.inferenceservice import routing
 from ome.controllers.instancerollout import setup as instancerollout
 from ome.controllers.migration import setup as migration
 from ome.controllers.migration.reconciler import MigrationSettings
-from ome.controllers.rolloutcoordination import setup as rolloutcoordination
 from ome.controllers.modelmetadata import setup as modelmetadata
+from ome.controllers.rolloutcoordination import setup as rolloutcoordination
 from ome.framework import resources
 from ome.framework.client import Client
 from ome.framework.manager import Manager
