@@ -74,6 +74,9 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("ome.io", "clusterbasemodels/status"): ("get", "update", "patch"),
     ("ome.io", "clusterbasemodels/finalizers"): ("update",),
     ("ome.io", "acceleratorclasses/status"): ("get", "update", "patch"),
+    # status.inheritanceChain and InheritanceReady
+    ("ome.io", "servingruntimes/status"): ("get", "update", "patch"),
+    ("ome.io", "clusterservingruntimes/status"): ("get", "update", "patch"),
     # benchmark and pvc:// metadata Jobs: created once, never changed; metadata Jobs of a gone model deleted
     ("batch", "jobs"): ("create", "delete"),
     ("ome.io", "benchmarkjobs/status"): ("get", "update", "patch"),

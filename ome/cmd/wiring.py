@@ -23,6 +23,7 @@ from ome.controllers.migration import setup as migration
 from ome.controllers.migration.reconciler import MigrationSettings
 from ome.controllers.modelmetadata import setup as modelmetadata
 from ome.controllers.rolloutcoordination import setup as rolloutcoordination
+from ome.controllers.runtimeinheritance import setup as runtimeinheritance
 from ome.framework import resources
 from ome.framework.client import Client
 from ome.framework.manager import Manager
@@ -174,6 +175,7 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
                                  config_namespace=settings.config_namespace)
     acceleratorclass.add_to_manager(manager)
     benchmarkjob.add_to_manager(manager, config_namespace=settings.config_namespace)
+    runtimeinheritance.add_to_manager(manager)
 
 
 def add_webhooks(server: WebhookServer, manager: Manager, settings: Settings) -> None:

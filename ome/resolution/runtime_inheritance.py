@@ -11,7 +11,8 @@ lists replace). A child's `[]`, `{}` or `""` counts as unset, so a child can't r
 Only the spec is inherited: the merged object keeps the child's metadata.
 
 Pure: the lookups go through the injected reader; the errors carry the documented texts, with the chain
-starting at the runtime written, and the InheritanceReady reasons.
+starting at the runtime written, and the InheritanceReady reasons. `inheritance_status` is the status
+the inheritance controller (ome/controllers/runtimeinheritance) writes from a resolution's outcome.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ CLUSTER_SERVING_RUNTIME: Final = "ClusterServingRuntime"
 PARENT_NOT_FOUND: Final = "ParentNotFound"
 INHERITANCE_CYCLE: Final = "InheritanceCycle"
 MAX_DEPTH_EXCEEDED: Final = "MaxDepthExceeded"
+INHERITANCE_READY: Final = "InheritanceReady"
+RESOLVED: Final = "Resolved"
+RESOLVER_ERROR: Final = "ResolverError"
+RESOLVED_MESSAGE: Final = "inheritance chain resolved"
 PROFILE_NOT_DISABLED: Final = (
     'runtimes carrying ome.io/runtime-profile="true" must also set spec.disabled: true'
 )
@@ -125,6 +130,60 @@ def resolve(reader: Reader, kind: str, obj: Obj) -> Obj:
 def chain_names(links: list[Link]) -> list[str]:
     """status.inheritanceChain: the names, root first."""
     return [link.name for link in links]
+
+
+def inheritance_status(obj: Mapping[str, Any], links: list[Link] | None, error: Exception | None,
+                       now: str) -> Obj:
+    """The status v1.3's inheritance controller writes: `inheritanceChain` (root first; the last chain that
+    resolved is kept while the chain is broken) and the `InheritanceReady` condition, whose time moves only
+    when it flips. Other conditions are kept as they are."""
+    current = _dict(obj.get("status"))
+    generation = _dict(obj.get("metadata")).get("generation", 0)
+    if error is None:
+        value, reason, message = "True", RESOLVED, RESOLVED_MESSAGE
+    else:
+        value, reason, message = "False", classify(error), str(error)
+    conditions = [c for c in current.get("conditions") or [] if isinstance(c, dict)]
+    old = next((c for c in conditions if c.get("type") == INHERITANCE_READY), None)
+    moved = old is None or old.get("status") != value
+    condition = {"type": INHERITANCE_READY, "status": value, "reason": reason, "message": message,
+                 "lastTransitionTime": now if moved else old.get("lastTransitionTime", now),  # type: ignore[union-attr]
+                 "observedGeneration": generation}
+    out: Obj = {"conditions": [condition if c.get("type") == INHERITANCE_READY else c for c in conditions]}
+    if old is None:
+        out["conditions"].append(condition)
+    chain_now = chain_names(links) if error is None and links is not None else current.get("inheritanceChain")
+    if chain_now is not None:
+        out["inheritanceChain"] = list(chain_now)
+    return out
+
+
+def classify(error: Exception) -> str:
+    """The InheritanceReady reason of a resolution failure: the chain's own, else ResolverError."""
+    return error.reason if isinstance(error, InheritanceError) else RESOLVER_ERROR
+
+
+def descendants(runtimes: list[Link], kind: str, name: str, namespace: str | None) -> list[Link]:
+    """Every runtime whose chain may pass through the runtime `kind`/`name`: the ones naming it in
+    `ome.io/inherit-from` (ServingRuntimes of its namespace for a ServingRuntime; every ServingRuntime and
+    ClusterServingRuntime for a ClusterServingRuntime), then theirs, and so on."""
+    found: list[Link] = []
+    seen: set[tuple[str, str | None, str]] = {(kind, namespace, name)}
+    frontier = [(kind, namespace, name)]
+    while frontier:
+        p_kind, p_ns, p_name = frontier.pop()
+        for link in runtimes:
+            ns = _dict(link.obj.get("metadata")).get("namespace")
+            key = (link.kind, ns, link.name)
+            if key in seen or parent_name(link.obj) != p_name:
+                continue
+            # A ServingRuntime's parent is only ever in its own namespace or cluster-wide.
+            if p_kind == SERVING_RUNTIME and (link.kind != SERVING_RUNTIME or ns != p_ns):
+                continue
+            seen.add(key)
+            found.append(link)
+            frontier.append(key)
+    return found
 
 
 def _lookup(reader: Reader, name: str, namespace: str | None) -> Link | None:

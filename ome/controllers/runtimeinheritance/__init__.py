@@ -1,0 +1,1 @@
+"""The runtime inheritance status controller: `status.inheritanceChain` and `InheritanceReady`."""
