@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from ome.api import resources
 from ome.framework import errors
-from ome.kubectl_ome import effective, explain, fetch, guarded
+from ome.kubectl_ome import effective, explain, fetch, guarded, runtime_tree, snapshot
 from ome.kubectl_ome.connection import add_ome_namespace
 from ome.kubectl_ome.context import PAUSED, RUNTIME_SYNC, Ctx, read_for_action, read_isvc
 from ome.kubectl_ome.failures import READ_FAILED, CliError, Conflict, Refused
@@ -20,6 +20,7 @@ from ome.kubectl_ome.output import document, render
 from ome.kubectl_ome.parsing import OUTPUTS_NO_WIDE, add_command, add_group, add_guarded, add_name, add_output
 from ome.kubectl_ome.table import format_table
 from ome.resolution import runtime_revisions as rr
+from ome.resolution.runtime_inheritance import Link
 
 Obj = dict[str, Any]
 
@@ -67,8 +68,13 @@ def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--kind", help="Runtime kind: ServingRuntime or ClusterServingRuntime (auto-detected when omitted)"
     )
+    p.add_argument(
+        "--show-unattributed-users",
+        action="store_true",
+        help="Show unattributed and defensive duplicate-key evidence separately from runtime users",
+    )
     add_output(p)
-    p.set_defaults(handler=runtime_tree)
+    p.set_defaults(handler=runtime_tree_cmd)
     p = add_command(
         sub,
         "history",
@@ -131,84 +137,34 @@ async def runtime_explain(ctx: Ctx, args: argparse.Namespace) -> str:
 # --- tree ---------------------------------------------------------------------------------------
 
 
-def _attributed(
-    isvc: Mapping[str, Any],
-    kind: str,
-    name: str,
-    runtime_ns: str | None,
-    namespaced_names: set[tuple[str, str]],
-) -> bool:
-    """Whether the InferenceService's spec.runtime resolves to this runtime (documented lookup order)."""
-    ref = (isvc.get("spec") or {}).get("runtime") or {}
-    if ref.get("name") != name:
-        return False
-    ns = str((isvc.get("metadata") or {}).get("namespace"))
-    has_local = (ns, name) in namespaced_names
-    declared = ref.get("kind")
-    if kind == "ServingRuntime":
-        return ns == runtime_ns and declared in (None, "ServingRuntime")
-    if declared == "ServingRuntime":
-        return False
-    return not has_local
-
-
-def tree_lines(
-    kind: str,
-    name: str,
-    namespace: str,
-    isvcs: Sequence[Mapping[str, Any]],
-    local: Sequence[Mapping[str, Any]],
-    cluster_count: int,
-    ns_scope: str,
-) -> list[str]:
-    names = {
-        (str((r.get("metadata") or {}).get("namespace")), str((r.get("metadata") or {}).get("name")))
-        for r in local
-    }
-    users = sorted(
-        f"{(i.get('metadata') or {}).get('namespace')}/{(i.get('metadata') or {}).get('name')}"
-        for i in isvcs
-        if _attributed(i, kind, name, namespace if kind == "ServingRuntime" else None, names)
+async def _runtime_list(ctx: Ctx, res: Any, namespace: str | None) -> snapshot.PagedRead:
+    return await snapshot.paged_list(
+        ctx.client, res, namespace, page_size=LIST_PAGE, page_limit=2, request_limit=2, keep=2 * LIST_PAGE
     )
-    if kind == "ServingRuntime":
-        target = f"ServingRuntime/{namespace}/{name}"
-        context, head = f"Namespaced/{namespace}", f"ServingRuntime/{name}"
-        users = [u.split("/", 1)[1] for u in users]
-    else:
-        target = context = head = f"ClusterServingRuntime/{name}"
-        context = "Cluster"
-    lines = [
-        "RUNTIME TREE",
-        f"Target: {target}",
-        f"Context: {context} (resolution: Complete)",
-        f"Head: {head}",
-        f"{head} [selected]",
-    ]
-    for i, user in enumerate(users):
-        lines.append(("`-- " if i == len(users) - 1 else "|-- ") + f"InferenceService/{user}")
-    lines += [
-        "Snapshot: Complete",
-        f"Collection: ClusterServingRuntime scope=Cluster status=Complete pages=1 items={cluster_count}",
-        f"Collection: ServingRuntime scope={ns_scope} status=Complete pages=1 items={len(local)}",
-        f"Collection: InferenceService scope={ns_scope} status=Complete pages=1 items={len(isvcs)}",
-    ]
-    return lines
 
 
-async def runtime_tree(ctx: Ctx, args: argparse.Namespace) -> str:
+def _collection(kind: str, scope: str, read: snapshot.PagedRead) -> runtime_tree.Collection:
+    status = "Unavailable" if read.failure else "Truncated" if read.truncated else "Complete"
+    return runtime_tree.Collection(kind, scope, status, read.pages, len(read.items))
+
+
+async def runtime_tree_cmd(ctx: Ctx, args: argparse.Namespace) -> str:
     if args.kind not in (None, "ServingRuntime", "ClusterServingRuntime"):
         raise CliError(
             f'unsupported runtime kind "{args.kind}" (supported: ServingRuntime, ClusterServingRuntime)'
         )
-    found = []
+    if not snapshot.valid_name(args.name):
+        raise CliError(f'runtime name "{args.name}" is invalid: must be a DNS-1123 subdomain')
+    found: list[tuple[str, Obj]] = []
     for kind, res in (
         ("ServingRuntime", resources.SERVING_RUNTIMES),
         ("ClusterServingRuntime", resources.CLUSTER_SERVING_RUNTIMES),
     ):
         if args.kind in (None, kind):
             try:
-                await ctx.client.get(res, args.name, ctx.namespace if res.namespaced else None)
-                found.append(kind)
+                found.append(
+                    (kind, await ctx.client.get(res, args.name, ctx.namespace if res.namespaced else None))
+                )
             except errors.NotFound:
                 pass
     if not found:
@@ -218,18 +174,43 @@ async def runtime_tree(ctx: Ctx, args: argparse.Namespace) -> str:
             f'runtime "{args.name}" is ambiguous; pass --kind ServingRuntime or --kind '
             f'ClusterServingRuntime: runtime target is ambiguous: "{args.name}" matched 2 runtimes'
         )
-    kind = found[0]
+    kind, target = found[0]
     scope_ns = ctx.namespace if kind == "ServingRuntime" else None
-    cluster, _ = await ctx.client.list(resources.CLUSTER_SERVING_RUNTIMES, limit=LIST_PAGE)
-    local, _ = await ctx.client.list(resources.SERVING_RUNTIMES, scope_ns, limit=LIST_PAGE)
-    isvcs, _ = await ctx.client.list(resources.INFERENCE_SERVICES, scope_ns, limit=LIST_PAGE)
     ns_scope = f"Namespace/{ctx.namespace}" if scope_ns else "AllNamespaces"
-    lines = tree_lines(kind, args.name, ctx.namespace, isvcs, local, len(cluster), ns_scope)
+    cluster = await _runtime_list(ctx, resources.CLUSTER_SERVING_RUNTIMES, None)
+    local = await _runtime_list(ctx, resources.SERVING_RUNTIMES, scope_ns)
+    users = await _runtime_list(ctx, resources.INFERENCE_SERVICES, scope_ns)
+    collections = [
+        _collection("ClusterServingRuntime", "Cluster", cluster),
+        _collection("ServingRuntime", ns_scope, local),
+        _collection("InferenceService", ns_scope, users),
+    ]
+    for collection in collections[:2]:
+        if collection.status != "Complete":
+            raise CliError(
+                f"runtime tree requires complete runtime evidence: {collection.kind} collection is "
+                f"{collection.status.lower()} (pages={collection.pages} items={collection.items}); "
+                "restore list access or narrow the runtime scope, then retry"
+            )
+    complete = collections[2].status == "Complete"
+    tree = runtime_tree.build(Link(kind, target), cluster.items, local.items, users.items)
     if args.output in ("json", "yaml"):
         return render(
-            document("RuntimeTreeReport", {"target": lines[1].split(": ", 1)[1], "lines": lines}), args.output
+            document(
+                "RuntimeTreeReport",
+                runtime_tree.document_content(tree, collections, complete),
+                warnings=[] if complete else ["PartialData", "SourceUnavailable"],
+            ),
+            args.output,
         )
-    return "\n".join(lines) + "\n"
+    text = runtime_tree.lines(
+        tree,
+        collections,
+        complete,
+        show_unattributed=args.show_unattributed_users,
+        wrap=args.output != "wide",
+    )
+    return "\n".join(text) + "\n"
 
 
 # --- history ------------------------------------------------------------------------------------

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ome.api import resources
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_SERVICES
+from ome.framework import errors
 from ome.kubectl_ome import cmd_runtime
 from ome.kubectl_ome.failures import CliError
 from ome.kubectl_ome.table import format_table
@@ -36,16 +39,64 @@ def test_history_matches_the_docs_example() -> None:
     assert format_table(cmd_runtime.HISTORY_HEADERS, rows) == HISTORY
 
 
-def test_tree_lists_the_services_that_name_a_cluster_runtime() -> None:
-    users = [{"metadata": {"namespace": "team-a", "name": "llama-chat"}, "spec": {"runtime": {"name": "vllm-llama"}}},
-             {"metadata": {"namespace": "team-b", "name": "llama-batch"}, "spec": {"runtime": {"name": "vllm-llama"}}},
-             {"metadata": {"namespace": "team-b", "name": "llama-auto"}, "spec": {}}]
-    lines = cmd_runtime.tree_lines("ClusterServingRuntime", "vllm-llama", "team-a", users, [], 4, "AllNamespaces")
-    assert lines[:7] == [
-        "RUNTIME TREE", "Target: ClusterServingRuntime/vllm-llama", "Context: Cluster (resolution: Complete)",
-        "Head: ClusterServingRuntime/vllm-llama", "ClusterServingRuntime/vllm-llama [selected]",
-        "|-- InferenceService/team-a/llama-chat", "`-- InferenceService/team-b/llama-batch"]
-    assert lines[-1] == "Collection: InferenceService scope=AllNamespaces status=Complete pages=1 items=3"
+def tree_cluster() -> Any:
+    from tests.unit.kubectl_ome.fakes import FakeClient
+
+    client = FakeClient()
+    inherit = "ome.io/inherit-from"
+    for name, parent in (("vllm-base", None), ("vllm-llama", "vllm-base"), ("srt-a", None), ("srt-b", None)):
+        meta: dict[str, Any] = {"name": name}
+        if parent:
+            meta["annotations"] = {inherit: parent}
+        client.put(resources.CLUSTER_SERVING_RUNTIMES, {"metadata": meta, "spec": {}})
+    client.put(resources.SERVING_RUNTIMES, {"metadata": {"name": "team-llama", "namespace": "team-a",
+                                                         "annotations": {inherit: "vllm-llama"}}, "spec": {}})
+    for ns, name, runtime in (("team-a", "llama-chat", "vllm-llama"), ("team-a", "llama-dev", "team-llama"),
+                              ("team-b", "llama-batch", "vllm-llama"), ("team-b", "llama-auto", None)):
+        spec: dict[str, Any] = {"runtime": {"name": runtime}} if runtime else {}
+        client.put(INFERENCE_SERVICES, {"metadata": {"name": name, "namespace": ns}, "spec": spec})
+    return client
+
+
+def run_tree(client: Any, name: str, **kwargs: Any) -> str:
+    import argparse
+    import asyncio
+
+    ctx, _, _ = make_ctx(client, namespace="team-a")
+    args = argparse.Namespace(name=name, kind=None, output="table", show_unattributed_users=False)
+    for key, value in kwargs.items():
+        setattr(args, key, value)
+    return str(asyncio.run(cmd_runtime.runtime_tree_cmd(ctx, args)))
+
+
+def test_tree_matches_the_docs_examples() -> None:
+    golden = Path(__file__).parent / "golden"
+    assert run_tree(tree_cluster(), "vllm-llama") == (golden / "runtime_tree_cluster.txt").read_text()
+    assert run_tree(tree_cluster(), "team-llama") == (golden / "runtime_tree_namespaced.txt").read_text()
+    shown = run_tree(tree_cluster(), "vllm-llama", show_unattributed_users=True)
+    assert (
+        "Unattributed users (not attributed to runtime tree):\n"
+        "  [not attributed] InferenceService/team-b/llama-auto\n"
+        "  state=Unresolved reason=AutomaticSelection\n"
+        "Snapshot: Complete\n"
+    ) in shown
+
+
+def test_tree_reports_a_missing_parent_and_refuses_bad_targets() -> None:
+    client = tree_cluster()
+    client.put(resources.CLUSTER_SERVING_RUNTIMES, {"metadata": {"name": "orphan",
+                                                                 "annotations": {"ome.io/inherit-from": "gone"}}})
+    out = run_tree(client, "orphan")
+    assert "Issue: ParentMissing subject=ClusterServingRuntime/orphan parent=gone\n" in out
+    assert "Issue path: ClusterServingRuntime/orphan -> gone\n" in out
+    with pytest.raises(CliError, match='runtime target was not found: "nope"'):
+        run_tree(client, "nope")
+    client.put(resources.SERVING_RUNTIMES, {"metadata": {"name": "vllm-llama", "namespace": "team-a"}})
+    with pytest.raises(CliError, match="is ambiguous"):
+        run_tree(client, "vllm-llama")
+    client.fail_list[INFERENCE_SERVICES.plural] = errors.Forbidden(403, "Forbidden", "no")
+    partial = run_tree(client, "vllm-llama", kind="ClusterServingRuntime")
+    assert "Snapshot: Partial\n" in partial and "Warning: PartialData\n" in partial
 
 
 def pinned_service(live_spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
