@@ -7,14 +7,15 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
   the InferenceServices that use them (runtime changes roll out; a deleted runtime flips RuntimeReady);
 - AcceleratorClasses: a spec change, a new or a deleted class re-reconciles the InferenceServices that
   name it, or that pick by policy with a runtime listing it (a runtime revision holds no class);
-- owned Deployments and Services (and LeaderWorkerSets when served); HPAs and PDBs are the autoscaler
-  controller's;
+- owned Deployments (their metadata, spec and Available condition: watch_filters.py) and Services (and
+  LeaderWorkerSets when served); HPAs and PDBs are the autoscaler controller's;
 - all InferenceReplicas: an owned one re-reconciles its InferenceService, and a standalone one named in
   spec.replicaRefs re-reconciles the services that reference it (so a deleted replica flips the role to
   ReplicaRefMissing, and a returning one brings it back);
 - OMENative ControllerRevisions, whose pinned runners give a referenced replica's Service its ports when
   the replica stores none;
-- Pods of InferenceServices (slimmed), for the model status of the engine;
+- Pods of InferenceServices (slimmed), for the model status of the engine: created, deleted, relabelled,
+  or their main container failing (watch_filters.py);
 - when served at start (routing.detect): owned HTTPRoutes, whose Gateway status sets IngressReady, and the
   backend policy kind of the selected traffic translator (BackendTrafficPolicy or DestinationRule);
 - runtime revisions (ControllerRevisions with the `ome.io/runtime-of` label) in the config namespace: a
@@ -32,7 +33,7 @@ from typing import Any, Final, Protocol
 from ome.api import resources
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.controllers.inferenceservice import revision_gc, routing, runtime_pinning
+from ome.controllers.inferenceservice import revision_gc, routing, runtime_pinning, watch_filters
 from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
 from ome.framework import predicates, transforms
 from ome.framework.cache import SharedCache
@@ -99,11 +100,13 @@ def add_to_manager(
         if res == resources.INFERENCE_REPLICAS:
             continue  # below: standalone replicas carry no InferenceService label
         informer = cache.informer_for(res, label_selector=CHILD_SELECTOR)
-        controller.owns(informer, "ome.io", "InferenceService", predicates.resource_version_changed)
+        changed = (watch_filters.deployment_changed if res == resources.DEPLOYMENTS
+                   else predicates.resource_version_changed)
+        controller.owns(informer, "ome.io", "InferenceService", changed)
     _watch_replicas(controller, cache)
     _watch_routing(controller, cache, reconciler.routing.resources())
     pods = cache.informer_for(resources.PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
-    controller.watches(pods, _pod_owner, predicates.resource_version_changed)
+    controller.watches(pods, _pod_owner, watch_filters.pod_changed)
     runtime_revisions = cache.informer_for(
         resources.CONTROLLER_REVISIONS,
         namespace=config_namespace,

@@ -1,0 +1,59 @@
+"""Which child events can change what the InferenceService controller renders or reports (pure).
+
+A Deployment's status moves many times while its pods come up (replica counts, the Progressing
+condition's timestamps and message), and a pod's status moves at every step of its start; only a few of
+those fields reach this controller's output. Each event that cannot change the output still costs a full
+reconcile (resolution, rendering, every child compared), so at scale they crowd out the reconciles that
+matter: a spec change then waits behind hundreds of pod updates before its observedGeneration is written.
+
+- Deployment: its metadata (drift, owner, deletion), its spec (generation) and its `Available` condition,
+  the only status the InferenceService reads from it (status.workload_condition).
+- engine Pod: creation, deletion and label changes (the model copies and Pending/Loading count pods),
+  and the main container's failure (status.main_container_failure: BlockedByFailedLoad).
+
+Everything else the controller watches keeps every resourceVersion change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ome.controllers.inferenceservice.status import main_container_failure
+from ome.framework.handlers import EventType, Obj
+
+_METADATA: Final = (
+    "generation", "labels", "annotations", "ownerReferences", "deletionTimestamp", "finalizers"
+)
+
+
+def _metadata_changed(obj: Obj, old: Obj) -> bool:
+    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
+    return any(new_meta.get(key) != old_meta.get(key) for key in _METADATA)
+
+
+def _available(obj: Obj) -> tuple[Any, ...] | None:
+    for cond in (obj.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Available":
+            return cond.get("status"), cond.get("reason"), cond.get("message")
+    return None
+
+
+def deployment_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
+    """MODIFIED only when the metadata, the spec or the Available condition changed."""
+    if event_type != "MODIFIED":
+        return True
+    if old is None:
+        return False
+    return _metadata_changed(obj, old) or _available(obj) != _available(old)
+
+
+def pod_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
+    """MODIFIED only when the pod's labels, deletion or main container failure changed."""
+    if event_type != "MODIFIED":
+        return True
+    if old is None:
+        return False
+    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
+    if any(new_meta.get(key) != old_meta.get(key) for key in ("labels", "deletionTimestamp")):
+        return True
+    return main_container_failure(obj) != main_container_failure(old)

@@ -1,0 +1,138 @@
+"""Which child events start an InferenceService reconcile (watch_filters.py, wired in controller.py).
+
+At scale, Deployment status updates and pod status updates that cannot change the service's output made
+the controller's queue long enough to hold a spec change's observedGeneration back by seconds.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import Configuration
+
+from ome.api import resources
+from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.inferenceservice import controller as isvc_controller
+from ome.controllers.inferenceservice.watch_filters import deployment_changed, pod_changed
+from ome.framework import transforms
+from ome.framework.client import Client
+from ome.framework.controller import Controller
+from ome.framework.manager import Manager, ManagerOptions
+from ome.resolution import naming
+
+Obj = dict[str, Any]
+OWNER = {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "name": "svc", "uid": "u1",
+         "controller": True}
+
+
+def deployment(**status: Any) -> Obj:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "svc-engine", "namespace": "ns", "resourceVersion": "1", "generation": 1,
+                     "labels": {naming.ISVC_LABEL: "svc"}, "ownerReferences": [OWNER]},
+        "spec": {"replicas": 1},
+        "status": {"replicas": 1, "conditions": [
+            {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated",
+             "lastUpdateTime": "2026-01-01T00:00:00Z"},
+            {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable",
+             "message": "Deployment does not have minimum availability."}], **status},
+    }
+
+
+def next_version(obj: Obj) -> Obj:
+    new = copy.deepcopy(obj)
+    new["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+    return new
+
+
+def pod() -> Obj:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "svc-engine-abc", "namespace": "ns", "resourceVersion": "1",
+                     "labels": {naming.ISVC_LABEL: "svc", naming.COMPONENT_LABEL: "engine"}},
+        "spec": {"nodeName": "gpu-node-0"},
+        "status": {"phase": "Pending", "containerStatuses": [
+            {"name": "ome-container", "ready": False, "state": {"waiting": {"reason": "ContainerCreating"}}}]},
+    }
+
+
+def test_deployment_progress_without_availability_change_is_filtered() -> None:
+    old = deployment()
+    new = next_version(old)
+    new["status"].update(readyReplicas=1, updatedReplicas=1)
+    new["status"]["conditions"][0]["lastUpdateTime"] = "2026-01-01T00:00:05Z"
+    assert not deployment_changed("MODIFIED", new, old)
+
+
+def test_deployment_available_flip_spec_and_metadata_changes_pass() -> None:
+    old = deployment()
+    available = next_version(old)
+    available["status"]["conditions"][1] = {"type": "Available", "status": "True",
+                                            "reason": "MinimumReplicasAvailable"}
+    assert deployment_changed("MODIFIED", available, old)
+    scaled = next_version(old)
+    scaled["metadata"]["generation"] = 2
+    assert deployment_changed("MODIFIED", scaled, old)
+    relabelled = next_version(old)
+    relabelled["metadata"]["labels"]["extra"] = "x"
+    assert deployment_changed("MODIFIED", relabelled, old)
+    deleting = next_version(old)
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:09Z"
+    assert deployment_changed("MODIFIED", deleting, old)
+    assert deployment_changed("ADDED", old, None)
+    assert deployment_changed("DELETED", old, None)
+
+
+def test_pod_start_steps_are_filtered_but_a_failing_main_container_passes() -> None:
+    old = pod()
+    running = next_version(old)
+    running["status"] = {"phase": "Running", "podIP": "10.0.0.1", "conditions": [
+        {"type": "Ready", "status": "True"}], "containerStatuses": [
+        {"name": "ome-container", "ready": True, "state": {"running": {"startedAt": "2026-01-01T00:00:03Z"}}}]}
+    assert not pod_changed("MODIFIED", running, old)
+    crashed = next_version(running)
+    crashed["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {"exitCode": 137, "reason": "OOMKilled"}}
+    assert pod_changed("MODIFIED", crashed, running)
+    relabelled = next_version(old)
+    relabelled["metadata"]["labels"]["x"] = "y"
+    assert pod_changed("MODIFIED", relabelled, old)
+    assert pod_changed("ADDED", old, None)
+    assert pod_changed("DELETED", old, None)
+
+
+@pytest.fixture
+async def wired() -> AsyncIterator[tuple[Manager, Controller]]:
+    async with Client.from_configuration(Configuration(host="http://127.0.0.1:9")) as client:
+        manager = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
+                                                 install_signal_handlers=False))
+        yield manager, isvc_controller.add_to_manager(manager, InferenceServiceConfig())
+
+
+@pytest.mark.parametrize("kind", ["deployment", "pod"])
+async def test_the_controller_enqueues_only_events_that_can_change_its_output(
+    wired: tuple[Manager, Controller], kind: str
+) -> None:
+    manager, controller = wired
+    if kind == "deployment":
+        informer = manager.cache.informer_for(resources.DEPLOYMENTS, label_selector=isvc_controller.CHILD_SELECTOR)
+        old = deployment()
+        quiet = next_version(old)
+        quiet["status"]["readyReplicas"] = 1
+        loud = next_version(quiet)
+        loud["status"]["conditions"][1] = {"type": "Available", "status": "True"}
+    else:
+        informer = manager.cache.informer_for(resources.PODS, label_selector=isvc_controller.CHILD_SELECTOR,
+                                              transform=transforms.slim_pod)
+        old = pod()
+        quiet = next_version(old)
+        quiet["status"]["phase"] = "Running"
+        loud = next_version(quiet)
+        loud["status"]["containerStatuses"][0]["state"] = {"terminated": {"exitCode": 1, "message": "boom"}}
+    informer._notify("MODIFIED", quiet, old)
+    assert len(controller.queue) == 0
+    informer._notify("MODIFIED", loud, quiet)
+    assert len(controller.queue) == 1
