@@ -18,6 +18,7 @@ the host, the TLS files and a bearer token with its refresh hook. We own the aio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import re
 import ssl
@@ -28,7 +29,9 @@ from typing import Any, Final
 
 import aiohttp
 import structlog
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio.client import Configuration
+from yarl import URL
 
 from ome.framework import errors
 from ome.framework.ratelimit import BucketRateLimiter
@@ -291,9 +294,11 @@ class Transport:
 
     def _new_session(self, limit: int) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(limit=limit, ssl=self._ssl if self._ssl is not None else True)
+        proxy, proxy_auth = env_proxy(self._host)
         return aiohttp.ClientSession(
             connector=connector,
-            trust_env=True,  # honour HTTP(S)_PROXY and NO_PROXY like kubectl
+            proxy=proxy,
+            proxy_auth=proxy_auth,
             read_bufsize=self._settings.read_bufsize,
             headers={"User-Agent": self._settings.user_agent},
         )
@@ -342,3 +347,12 @@ def _retry_after(header: str | None) -> float | None:
         return max(float(header), 0.0)
     except ValueError:
         return 1.0  # an HTTP date or garbage: still a request to wait, so wait a little
+
+
+def env_proxy(host: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """HTTP(S)_PROXY and NO_PROXY for the apiserver, as kubectl honours them, read once per session.
+    aiohttp's trust_env would read them, and ~/.netrc, again on every request, each time in a worker
+    thread: at a few hundred requests per second that was a fifth of the manager's samples."""
+    with contextlib.suppress(LookupError):
+        return get_env_proxy_for_url(URL(host))
+    return None, None
