@@ -37,6 +37,7 @@ with backoff.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -100,6 +101,7 @@ CHILD_RESOURCES: Final = (
     resources.ROLES,
     resources.ROLE_BINDINGS,
 )
+_IDENTITY_KINDS: Final = frozenset({"ServiceAccount", "Role", "RoleBinding"})
 _WORKLOAD_RESOURCES: Final = {
     modes.RAW_DEPLOYMENT: resources.DEPLOYMENTS,
     modes.OMENATIVE: resources.INFERENCE_REPLICAS,
@@ -291,8 +293,10 @@ class InferenceServiceReconciler:
             # A named class is missing: the workload stays as it is; the class's watch brings it back.
             self._recorder.event(isvc, "Warning", ACCELERATOR_CLASS_ERROR, exc.message)
             raise RetryError(exc.message) from exc
-        done, failure = await self._reconcile_components(isvc, plans)
-        port = await self._reconcile_external_service(isvc, plans)
+        # The external Service depends on the plans only: it is applied while the components are.
+        (done, failure), port = await asyncio.gather(
+            self._reconcile_components(isvc, plans), self._reconcile_external_service(isvc, plans)
+        )
         ingress_state, traffic = await self._reconcile_ingress(isvc, done, format_time(now))
         await self._delete_removed(isvc, {plan.component for plan in plans})
         observed = status.Observed(
@@ -427,8 +431,13 @@ class InferenceServiceReconciler:
                 return done, ComponentError(str(exc))
             if self._pod_monitor_served and plan.mode in component_podmonitor.MODES:
                 desired = [*desired, component_podmonitor.render(isvc, plan)]
-            for obj in desired:
+            # A component's objects are independent and applied together (one round trip, not one
+            # each), but the router's identity comes first: its pods cannot be created without it.
+            identity = [obj for obj in desired if obj["kind"] in _IDENTITY_KINDS]
+            for obj in identity:
                 await converge.converge(self._writer, obj, self._cached(obj))
+            await asyncio.gather(*(converge.converge(self._writer, obj, self._cached(obj))
+                                   for obj in desired if obj["kind"] not in _IDENTITY_KINDS))
             done.append(plan)
         return done, None
 

@@ -1,0 +1,72 @@
+"""A component's objects and the external Service are applied together, the status after them."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from ome.api import resources as r
+from ome.controllers.inferenceservice import reconciler as rec
+from ome.framework.reconcile import Request
+from ome.framework.resources import Resource
+from ome.resolution import models, runtimes
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
+from tests.unit.resolution import builders
+
+Obj = dict[str, Any]
+
+
+class OverlapWriter:
+    """The world's writer, noting how many applies were in flight at once and their order."""
+
+    def __init__(self, world: FakeWorld) -> None:
+        self.world = world
+        self.in_flight = 0
+        self.most = 0
+        self.order: list[tuple[str, int]] = []
+
+    async def apply(self, res: Resource, obj: Obj, **kwargs: Any) -> Obj:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        self.order.append((obj["kind"] + ("/status" if kwargs.get("subresource") else ""), self.in_flight))
+        for _ in range(3):  # a round trip: the others get to start theirs meanwhile
+            await asyncio.sleep(0)
+        try:
+            return await self.world.apply(res, obj, **kwargs)
+        finally:
+            self.in_flight -= 1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.world, name)
+
+
+@pytest.fixture(autouse=True)
+def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
+    def resolve_model(reader: Any, isvc: Obj) -> Any:
+        obj = builders.model()
+        return models.ResolvedModel(kind="ClusterBaseModel", name=obj["metadata"]["name"], namespace=None,
+                                    obj=obj, ready=True)
+
+    def resolve_runtime(reader: Any, isvc: Obj, model: Any) -> Any:
+        obj = builders.runtime()
+        return runtimes.ResolvedRuntime(kind=obj["kind"], name=obj["metadata"]["name"], obj=obj,
+                                        auto_selected=True, warnings=[])
+
+    monkeypatch.setattr(rec.models, "resolve_model", resolve_model)
+    monkeypatch.setattr(rec.runtimes, "resolve_runtime", resolve_runtime)
+
+
+async def test_children_are_applied_in_one_round_and_the_status_after_them() -> None:
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    writer = OverlapWriter(world)
+    reconciler = make_reconciler(world, FakeRecorder(), writer=writer, now=datetime(2026, 1, 1, tzinfo=UTC))
+    await reconciler.reconcile(Request("demo", "llama"))
+    # The Deployment, its Service and the external Service were all in flight together ...
+    assert writer.most == 3
+    # ... and the status was written alone, once they were done.
+    assert writer.order[-1] == ("InferenceService/status", 1)
+    assert sorted(kind for kind, _ in writer.order[:-1]) == ["Deployment", "Service", "Service"]
