@@ -17,7 +17,7 @@ from ome.kubectl_ome.connection import add_ome_namespace
 from ome.kubectl_ome.context import PAUSED, RUNTIME_SYNC, Ctx, read_for_action, read_isvc
 from ome.kubectl_ome.failures import READ_FAILED, CliError, Conflict, Refused
 from ome.kubectl_ome.output import document, render
-from ome.kubectl_ome.parsing import OUTPUTS_NO_WIDE, add_command, add_group, add_guarded, add_name, add_output
+from ome.kubectl_ome.parsing import add_command, add_group, add_guarded, add_name, add_output
 from ome.kubectl_ome.table import format_table
 from ome.resolution import runtime_revisions as rr
 from ome.resolution.runtime_inheritance import Link
@@ -54,7 +54,7 @@ def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         parents=parents,
     )
     add_name(p)
-    add_output(p, OUTPUTS_NO_WIDE)
+    add_output(p)
     add_ome_namespace(p)
     p.set_defaults(handler=runtime_effective)
     p = add_command(
@@ -99,11 +99,33 @@ def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 async def runtime_effective(ctx: Ctx, args: argparse.Namespace) -> str:
-    isvc = await read_isvc(ctx.client, args.name, ctx.namespace)
-    runtime = await fetch.read_runtime(ctx.client, isvc)
-    if args.output != "table":
-        return render(effective.effective_document(isvc, runtime), args.output)
-    return effective.format_effective(effective.effective_rows(isvc, runtime))
+    if not snapshot.valid_name(args.name):
+        raise CliError(f'InferenceService name "{args.name}" is invalid: must be a DNS-1123 subdomain')
+    try:
+        isvc = await ctx.client.get(resources.INFERENCE_SERVICES, args.name, ctx.namespace)
+    except errors.NotFound:
+        raise CliError(f'get InferenceService: inferenceservices.ome.io "{args.name}" not found') from None
+    except errors.ApiError as exc:
+        raise CliError(f"get InferenceService: {exc.message or exc}") from None
+    live = await fetch.read_live_runtime(ctx.client, isvc)
+    ref = (isvc.get("spec") or {}).get("runtime") or {}
+    revisions: dict[str, Obj | str] = {}
+    for name in {ref.get("revision"), (isvc.get("status") or {}).get(rr.PINNED_FIELD)} - {None, ""}:
+        try:
+            revisions[str(name)] = await ctx.client.get(
+                resources.CONTROLLER_REVISIONS, str(name), args.ome_namespace
+            )
+        except (errors.ApiError, TimeoutError) as exc:
+            reason = snapshot.failure_reason(exc)
+            revisions[str(name)] = {"TimedOut": "Unreadable"}.get(reason, reason)
+    report = effective.build(
+        isvc, live.read, revisions, inheritance_issue=live.inheritance_failed, chain=live.chain
+    )
+    if args.output in ("json", "yaml"):
+        return render(effective.effective_document(isvc, report), args.output)
+    if args.output == "wide":
+        return effective.format_wide(report)
+    return effective.format_effective(effective.effective_rows(report))
 
 
 async def runtime_explain(ctx: Ctx, args: argparse.Namespace) -> str:
@@ -296,23 +318,8 @@ async def runtime_history(ctx: Ctx, args: argparse.Namespace) -> str:
 # --- sync ---------------------------------------------------------------------------------------
 
 
-def drift_state(isvc: Mapping[str, Any]) -> tuple[str, str]:
-    found = [
-        c for c in (isvc.get("status") or {}).get("conditions") or [] if c.get("type") == rr.RUNTIME_DRIFTED
-    ]
-    if not found:
-        return "NotReported", "-"
-    if len(found) > 1 or found[0].get("status") not in ("True", "False", "Unknown"):
-        return "Malformed", "-"
-    return f"Reported{found[0].get('status')}", str(found[0].get("reason") or "Other")
-
-
-def sync_state(isvc: Mapping[str, Any]) -> str:
-    token = ((isvc.get("metadata") or {}).get("annotations") or {}).get(RUNTIME_SYNC)
-    recorded = (isvc.get("status") or {}).get(rr.TOKEN_FIELD)
-    if not token:
-        return "StatusOnly" if recorded else "Absent"
-    return "Acknowledged" if token == recorded else "Pending"
+drift_state = effective.drift_state
+sync_state = effective.sync_state
 
 
 async def runtime_sync(ctx: Ctx, args: argparse.Namespace) -> str:

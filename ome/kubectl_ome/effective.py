@@ -1,17 +1,24 @@
-"""`kubectl ome runtime effective`: the runtime behind an InferenceService and each component's mode (pure).
+"""`kubectl ome runtime effective`: the runtime behind an InferenceService in two views (pure).
 
-The mode of a component is what `ome.resolution.modes` resolves from the runtime's component config
-merged with the InferenceService's; it prints as `MODE (SOURCE)`, such as `RawDeployment (Default)`.
+The Live view is the runtime as defined now (the one spec.runtime names or selection picks, merged with
+the runtimes it inherits from); the Active view is what the service is meant to run: the revision it is
+pinned to, else the Live view. Each view shows the short hash of its spec and each component's mode,
+`MODE (SOURCE)` as `ome.resolution.modes` resolves it. The Service rows add the pin (`<mode>/<state>`),
+the runtime sync request, status freshness, the RuntimeDrifted condition and how the two hashes relate.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
 from ome.kubectl_ome.table import format_table, shorten_end
 from ome.resolution import modes
+from ome.resolution import runtime_revisions as rr
 from ome.resolution.components import RUNTIME_CONFIG_KEYS, declared_components
 from ome.resolution.merge import merge_component
 
@@ -96,32 +103,219 @@ def pin_mode(isvc: Mapping[str, Any]) -> str:
     return "ExplicitPin" if ref.get("revision") else "ManagedPin"
 
 
-def effective_rows(isvc: Mapping[str, Any], runtime: RuntimeRead) -> list[tuple[str, str, str]]:
-    """(SCOPE, FIELD, VALUE) rows: the Live view, then the Service rows."""
-    rows = [("Live", "STATE", "Available" if runtime.available else "Unavailable")]
-    if runtime.reason:
-        rows.append(("Live", "REASON", runtime.reason))
-    if runtime.ref:
-        rows.append(("Live", "RUNTIME", runtime.ref))
-    for mode in component_modes(isvc, runtime.obj):
-        rows.append(("Live", mode.component.upper(), str(mode)))
-    if runtime.ref:
-        rows.append(("Service", "SELECTION", runtime.selection))
-    rows.append(("Service", "PIN", pin_mode(isvc)))
+RUNTIME_SYNC: Final = "ome.io/runtime-sync"
+WIDE_HEADERS: Final = (
+    "VIEW", "STATE", "REASON", "RUNTIME", "REVISION", "HASH", "COMPONENT", "MODE", "MODE-SOURCE", "PIN",
+    "PIN-STATE", "SYNC", "STATUS", "DRIFT", "LIVE-RELATION", "ISSUES",
+)  # fmt: skip
+DRIFT_CAUSES: Final = frozenset(
+    {rr.REVISION_MISMATCH, rr.REVISION_MISSING, rr.SOURCE_RUNTIME_MISSING, rr.RUNTIME_MISMATCH}
+)
+LIVE_UNAVAILABLE: Final = frozenset({"NotFound", "Disabled", "Forbidden", "Unreadable", "UnsupportedAPI"})
+
+
+def full_hash(spec: Mapping[str, Any] | None) -> str:
+    """sha256 over the spec's canonical JSON; its first 8 digits are `runtime_revisions.spec_hash`."""
+    return hashlib.sha256(orjson.dumps(spec or {}, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    scope: str
+    state: str
+    reason: str | None
+    runtime: str | None
+    """`CSR/<name>` or `SR/<namespace>/<name>`."""
+    revision: str | None
+    hash: str | None
+    """The full hash of the view's spec."""
+    modes: list[ComponentMode]
+
+    @property
+    def short_hash(self) -> str | None:
+        return self.hash[: rr.HASH_LENGTH] if self.hash else None
+
+
+@dataclass(frozen=True, slots=True)
+class Effective:
+    live: View
+    active: View
+    pin: str
+    pin_state: str
+    sync: str
+    status: str
+    drift: str
+    relation: str
+    issues: list[str]
+    selection: str | None
+    chain: list[str]
+
+
+def drift_state(isvc: Mapping[str, Any]) -> tuple[str, str]:
+    """The RuntimeDrifted condition as (state, cause)."""
+    found = [
+        c for c in (isvc.get("status") or {}).get("conditions") or [] if c.get("type") == rr.RUNTIME_DRIFTED
+    ]
+    if not found:
+        return "NotReported", "-"
+    if len(found) > 1 or found[0].get("status") not in ("True", "False", "Unknown"):
+        return "Malformed", "-"
+    reason = found[0].get("reason")
+    return f"Reported{found[0].get('status')}", str(reason) if reason in DRIFT_CAUSES else "Other"
+
+
+def sync_state(isvc: Mapping[str, Any]) -> str:
+    token = ((isvc.get("metadata") or {}).get("annotations") or {}).get(RUNTIME_SYNC)
+    recorded = (isvc.get("status") or {}).get(rr.TOKEN_FIELD)
+    if not token:
+        return "StatusOnly" if recorded else "Absent"
+    return "Acknowledged" if token == recorded else "Pending"
+
+
+def relation(live: View, active: View) -> str:
+    if not live.hash or not active.hash:
+        return "Unknown"
+    if live.hash == active.hash:
+        return "Equal"
+    return "Ambiguous" if live.short_hash == active.short_hash else "Different"
+
+
+def _active_from_revision(
+    isvc: Mapping[str, Any], runtime: str | None, name: str, revision: Obj | str | None
+) -> tuple[View, str | None, list[str]]:
+    """(Active view, the pin state it forces or None, revision issues)."""
+    if revision is None or revision == "NotFound":
+        return (
+            View("Active", "Unavailable", "NotFound", runtime, name, None, []),
+            "RevisionMissing",
+            [f"RevisionNotFound({name})"],
+        )
+    if isinstance(revision, str):
+        return (
+            View("Active", "Unavailable", revision, runtime, name, None, []),
+            "Unavailable",
+            [f"RevisionUnavailable({name})"],
+        )
+    spec = rr.revision_spec(revision)
+    labels = (revision.get("metadata") or {}).get("labels") or {}
+    short = labels.get(rr.REVISION_HASH_LABEL)
+    if short is not None and short != rr.spec_hash(spec):
+        return (
+            View("Active", "Unavailable", "MalformedPayload", runtime, name, None, []),
+            "RevisionInvalid",
+            [f"RevisionHashMismatch({name})"],
+        )
+    if spec.get("disabled") is True:
+        return (
+            View("Active", "Unavailable", "Disabled", runtime, name, full_hash(spec), []),
+            "RevisionDisabled",
+            [f"RevisionDisabled({name})"],
+        )
+    modes_ = component_modes(isvc, {"spec": spec})
+    return View("Active", "Available", None, runtime, name, full_hash(spec), modes_), None, []
+
+
+def build(
+    isvc: Mapping[str, Any],
+    runtime: RuntimeRead,
+    revisions: Mapping[str, Obj | str],
+    *,
+    inheritance_issue: bool = False,
+    chain: Sequence[str] = (),
+) -> Effective:
+    """`runtime.obj` carries the merged (inherited) spec; `revisions` maps each revision the service
+    names to the object read, or why it could not be read (`NotFound`, `Forbidden`, ...)."""
+    live_spec = (runtime.obj or {}).get("spec") if runtime.available else None
+    live = View(
+        "Live",
+        "Available" if runtime.available else "Unavailable",
+        runtime.reason if not runtime.available else None,
+        runtime.ref,
+        None,
+        full_hash(live_spec) if live_spec is not None else None,
+        component_modes(isvc, runtime.obj),
+    )
+    mode = pin_mode(isvc)
+    ref = (isvc.get("spec") or {}).get("runtime") or {}
+    reported = (isvc.get("status") or {}).get(rr.PINNED_FIELD)
+    issues: list[str] = []
+    revision_issues: list[str] = []
+    if ref.get("kind") not in (None, "ServingRuntime", "ClusterServingRuntime"):
+        issues.append("InvalidDeclaredKind")
+    if inheritance_issue:
+        issues.append("InheritanceUnavailable")
+    if runtime.reason in LIVE_UNAVAILABLE:
+        issues.append("LiveRuntimeUnavailable")
     freshness = status_freshness(isvc)
-    rows.append(("Service", "STATUS", freshness))
-    for issue in issues(runtime, freshness):
-        rows.append(("Service", "ISSUE", issue))
+    if freshness != "Current":
+        issues.append(f"Status{freshness}")
+    drift, cause = drift_state(isvc)
+    if drift == "Malformed":
+        issues.append("ReportedDriftConflict")
+    as_live = View("Active", live.state, live.reason, live.runtime, None, live.hash, live.modes)
+    if mode == "InvalidPin":
+        state = "InvalidIntent"
+        active = View("Active", "Unavailable", "MalformedPayload", runtime.ref, None, None, [])
+    elif mode == "AutoSync":
+        state, active = ("NotApplicable" if runtime.available else "Unavailable"), as_live
+    elif mode == "ManagedPin" and not reported:
+        state, active = ("AwaitingPin" if runtime.available else "Unavailable"), as_live
+        issues.append("ActiveRevisionUnreported")
+    else:
+        target = str(ref.get("revision") or reported) if mode == "ExplicitPin" else str(reported)
+        active, forced, revision_issues = _active_from_revision(
+            isvc, runtime.ref, target, revisions.get(target)
+        )
+        if forced is not None:
+            state = forced
+        elif mode == "ExplicitPin" and reported and reported != target:
+            state = "DesiredReportedMismatch"
+        else:
+            state = "Resolved"
+        if active.state != "Available":
+            issues.append("ActiveRevisionUnavailable")
+    issues += revision_issues
+    return Effective(
+        live=live,
+        active=active,
+        pin=mode,
+        pin_state=state,
+        sync=sync_state(isvc),
+        status=freshness,
+        drift=f"{drift}/{cause}" if cause != "-" else drift,
+        relation=relation(live, active),
+        issues=issues,
+        selection=runtime.selection if runtime.ref else None,
+        chain=list(chain),
+    )
+
+
+def _view_rows(view: View) -> list[tuple[str, str, str]]:
+    rows = [(view.scope, "STATE", view.state)]
+    for field, value in (
+        ("REASON", view.reason),
+        ("RUNTIME", view.runtime),
+        ("REVISION", view.revision),
+        ("HASH", view.short_hash),
+    ):
+        if value:
+            rows.append((view.scope, field, value))
+    rows += [(view.scope, m.component.upper(), str(m)) for m in view.modes]
     return rows
 
 
-def issues(runtime: RuntimeRead, freshness: str) -> list[str]:
-    out = []
-    if runtime.reason not in (None, "NotConfigured", "AutoSelectionNotProbed"):
-        out.append("LiveRuntimeUnavailable")
-    if freshness != "Current":
-        out.append(f"Status{freshness}")
-    return out
+def effective_rows(report: Effective) -> list[tuple[str, str, str]]:
+    """(SCOPE, FIELD, VALUE): Live rows, Active rows, then Service rows."""
+    rows = _view_rows(report.live) + _view_rows(report.active)
+    rows += [
+        ("Service", "PIN", f"{report.pin}/{report.pin_state}"),
+        ("Service", "SYNC", report.sync),
+        ("Service", "STATUS", report.status),
+        ("Service", "DRIFT", report.drift),
+        ("Service", "LIVE-RELATION", report.relation),
+    ]
+    rows += [("Service", "ISSUE", issue) for issue in report.issues]
+    return rows
 
 
 def format_effective(rows: Sequence[tuple[str, str, str]]) -> str:
@@ -130,25 +324,67 @@ def format_effective(rows: Sequence[tuple[str, str, str]]) -> str:
     )
 
 
-def effective_document(isvc: Mapping[str, Any], runtime: RuntimeRead) -> Obj:
+def _full_runtime(ref: str | None) -> str:
+    if not ref:
+        return "-"
+    if ref.startswith("SR/"):
+        return "ServingRuntime/" + ref[3:]
+    return "ClusterServingRuntime/" + ref.removeprefix("CSR/")
+
+
+def wide_rows(report: Effective) -> list[list[str]]:
+    out = []
+    for view in (report.live, report.active):
+        shown: list[ComponentMode | None] = list(view.modes) or [None]
+        for m in shown:
+            out.append(
+                [
+                    view.scope, view.state, view.reason or "-", _full_runtime(view.runtime),
+                    view.revision or "-", view.short_hash or "-", m.component if m else "-",
+                    m.mode if m else "-", m.source if m else "-", report.pin, report.pin_state, report.sync,
+                    report.status, report.drift, report.relation, ",".join(report.issues) or "-",
+                ]
+            )  # fmt: skip
+    return out
+
+
+def format_wide(report: Effective) -> str:
+    return format_table(WIDE_HEADERS, wide_rows(report))
+
+
+def _view_document(view: View) -> Obj:
+    doc: Obj = {"state": view.state}
+    for key, value in (
+        ("reason", view.reason),
+        ("runtime", view.runtime),
+        ("revision", view.revision),
+        ("hash", view.short_hash),
+    ):
+        if value:
+            doc[key] = value
+    doc["components"] = [{"component": m.component, "mode": m.mode, "source": m.source} for m in view.modes]
+    return doc
+
+
+def effective_document(isvc: Mapping[str, Any], report: Effective) -> Obj:
     meta = isvc.get("metadata") or {}
     return {
         "apiVersion": "cli.ome.io/v1alpha1",
         "kind": "RuntimeEffectiveReport",
         "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
         "content": {
-            "live": {
-                "state": "Available" if runtime.available else "Unavailable",
-                "reason": runtime.reason,
-                "runtime": runtime.ref,
-                "selection": runtime.selection if runtime.ref else None,
-                "components": [
-                    {"component": m.component, "mode": m.mode, "source": m.source}
-                    for m in component_modes(isvc, runtime.obj)
-                ],
+            "selection": report.selection,
+            "inheritanceChain": report.chain,
+            "live": _view_document(report.live),
+            "active": _view_document(report.active),
+            "service": {
+                "pin": report.pin,
+                "pinState": report.pin_state,
+                "sync": report.sync,
+                "status": report.status,
+                "drift": report.drift,
+                "liveRelation": report.relation,
             },
-            "pin": pin_mode(isvc),
-            "status": status_freshness(isvc),
-            "issues": issues(runtime, status_freshness(isvc)),
+            "issues": list(report.issues),
         },
     }

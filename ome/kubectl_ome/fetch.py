@@ -189,3 +189,101 @@ async def read_pod_names(client: Client, namespace: str, isvc: str) -> tuple[lis
     except errors.ApiError as exc:
         return [], f"cannot list pods in namespace {namespace!r}: {exc}"
     return sorted(_name(p) for p in items), None
+
+
+# --- the Live runtime: selection and inheritance -------------------------------------------------
+
+SELECTION_LIMIT: Final = 1000
+
+
+@dataclass(slots=True)
+class LiveRuntime:
+    """The runtime behind a service with its merged (inherited) spec, root-first chain, and whether the
+    chain failed to resolve."""
+
+    read: RuntimeRead
+    chain: list[str] = field(default_factory=list)
+    inheritance_failed: bool = False
+
+
+async def _select(client: Client, isvc: Mapping[str, Any]) -> RuntimeRead:
+    """The runtime OME's automatic selection picks for the service's model (`runtime explain`)."""
+    from ome.api.resources import BASE_MODELS, CLUSTER_BASE_MODELS
+    from ome.kubectl_ome import explain
+
+    namespace = str((isvc.get("metadata") or {}).get("namespace") or "")
+    model_name = str(((isvc.get("spec") or {}).get("model") or {}).get("name") or "")
+    try:
+        try:
+            model = await client.get(BASE_MODELS, model_name, namespace)
+        except errors.NotFound:
+            model = await client.get(CLUSTER_BASE_MODELS, model_name)
+        local, _ = await client.list(SERVING_RUNTIMES, namespace, limit=500)
+        cluster, _ = await client.list(CLUSTER_SERVING_RUNTIMES, limit=500)
+    except errors.NotFound:
+        return RuntimeRead(None, None, "NotFound", selection="Selected")
+    except (errors.Forbidden, errors.Unauthorized):
+        return RuntimeRead(None, None, "Forbidden", selection="Selected")
+    except errors.ApiError:
+        return RuntimeRead(None, None, "Unreadable", selection="Selected")
+    if len(local) + len(cluster) > SELECTION_LIMIT:
+        return RuntimeRead(None, None, "Unreadable", selection="Selected")
+    chosen = next((r for r in explain.explain(local, cluster, model, isvc) if r.compatible), None)
+    if chosen is None:
+        return RuntimeRead(None, None, "NotFound", selection="Selected")
+    pool, kind = (
+        (local, "ServingRuntime") if chosen.scope == "Namespaced" else (cluster, "ClusterServingRuntime")
+    )
+    obj = next(o for o in pool if _name(o) == chosen.runtime)
+    return RuntimeRead(runtime_ref(kind, chosen.runtime, namespace), obj, None, "Selected")
+
+
+async def read_live_runtime(client: Client, isvc: Mapping[str, Any]) -> LiveRuntime:
+    """The Live view's runtime: the one spec.runtime names (or selection picks), merged with the
+    runtimes it inherits from (at most runtime_inheritance.MAX_DEPTH reads)."""
+    from ome.kubectl_ome.runtime_tree import SnapshotReader
+    from ome.resolution import runtime_inheritance as ri
+
+    spec = isvc.get("spec") or {}
+    if (spec.get("runtime") or {}).get("name"):
+        read = await read_runtime(client, isvc)
+    elif spec.get("model"):
+        read = await _select(client, isvc)
+    else:
+        return LiveRuntime(RuntimeRead(None, None, "NotConfigured"))
+    if read.obj is None:
+        return LiveRuntime(read)
+    kind = "ServingRuntime" if str(read.ref).startswith("SR/") else "ClusterServingRuntime"
+    obj = dict(read.obj)
+    cluster: list[Obj] = []
+    local: list[Obj] = []
+    (local if kind == "ServingRuntime" else cluster).append(obj)
+    current, current_kind = obj, kind
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    for _ in range(ri.MAX_DEPTH):
+        parent = ri.parent_name(current)
+        if not parent or parent in {_name(o) for o in cluster + local}:
+            break
+        found: Obj | None = None
+        for res, ns in ((SERVING_RUNTIMES, namespace), (CLUSTER_SERVING_RUNTIMES, None)):
+            if res.namespaced and current_kind != "ServingRuntime":
+                continue
+            try:
+                found = await client.get(res, parent, ns)
+            except errors.ApiError:
+                continue
+            (local if res.namespaced else cluster).append(found)
+            current_kind = "ServingRuntime" if res.namespaced else "ClusterServingRuntime"
+            break
+        if found is None:
+            break
+        current = found
+    try:
+        links = ri.chain(SnapshotReader(cluster, local), kind, obj)
+    except ri.InheritanceError:
+        unavailable = RuntimeRead(read.ref, None, "NotFound", read.selection)
+        return LiveRuntime(unavailable, [], True)
+    merged = dict(obj)
+    merged["spec"] = ri.merged_spec([link.obj.get("spec") or {} for link in links])
+    chain = [runtime_ref(link.kind, link.name, namespace) for link in links]
+    return LiveRuntime(RuntimeRead(read.ref, merged, read.reason, read.selection), chain)

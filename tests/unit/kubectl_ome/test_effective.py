@@ -1,19 +1,28 @@
-"""runtime effective: each component's mode and the rule that set it."""
+"""runtime effective: the Live and Active views, the pin, sync, drift and live relation (docs' example)."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
+from ome.api.resources import CLUSTER_SERVING_RUNTIMES, CONTROLLER_REVISIONS, INFERENCE_SERVICES
+from ome.kubectl_ome import cmd_runtime
 from ome.kubectl_ome.effective import (
     RuntimeRead,
+    build,
     component_modes,
-    effective_document,
     effective_rows,
-    format_effective,
     pin_mode,
     status_freshness,
 )
+from ome.resolution import runtime_revisions as rr
+from ome.resolution.runtime_inheritance import merged_spec
+from tests.unit.kubectl_ome.fakes import FakeClient, make_ctx
 
+GOLDEN = Path(__file__).parent / "golden"
 Obj = dict[str, Any]
 
 
@@ -25,9 +34,6 @@ def isvc(
     if annotations:
         meta["annotations"] = annotations
     return {"metadata": meta, "spec": spec, "status": status}
-
-
-RUNTIME: Obj = {"metadata": {"name": "vllm"}, "spec": {"engineConfig": {}}}
 
 
 def modes_of(obj: Obj, runtime: Obj | None = None) -> list[str]:
@@ -46,11 +52,8 @@ def test_default_spec_annotation_and_leader_worker_rules() -> None:
         "engine=RawDeployment (Default)",
         "decoder=MultiNode (ComponentAnnotation)",
     ]
-
-
-def test_virtual_deployment_applies_to_every_component() -> None:
-    obj = isvc({"engine": {}}, annotations={"ome.io/deploymentMode": "VirtualDeployment"})
-    assert modes_of(obj) == ["engine=VirtualDeployment (ServiceAnnotation)"]
+    virtual = isvc({"engine": {}}, annotations={"ome.io/deploymentMode": "VirtualDeployment"})
+    assert modes_of(virtual) == ["engine=VirtualDeployment (ServiceAnnotation)"]
 
 
 def test_freshness_and_pin() -> None:
@@ -60,29 +63,87 @@ def test_freshness_and_pin() -> None:
     assert pin_mode(isvc({"runtime": {"name": "x"}})) == "AutoSync"
     assert pin_mode(isvc({"runtime": {"name": "x", "autoSync": False}})) == "ManagedPin"
     assert pin_mode(isvc({"runtime": {"name": "x", "autoSync": False, "revision": "r"}})) == "ExplicitPin"
+    assert pin_mode(isvc({"runtime": {"name": "x", "autoSync": False, "kind": "Other"}})) == "InvalidPin"
 
 
-def test_effective_table() -> None:
-    runtime = RuntimeRead("CSR/vllm", RUNTIME)
-    out = format_effective(effective_rows(isvc({"engine": {}, "runtime": {"name": "vllm"}}), runtime))
-    assert out == (
-        "SCOPE     FIELD       VALUE\n"
-        "Live      STATE       Available\n"
-        "Live      RUNTIME     CSR/vllm\n"
-        "Live      ENGINE      RawDeployment (Default)\n"
-        "Service   SELECTION   Explicit\n"
-        "Service   PIN         AutoSync\n"
-        "Service   STATUS      Current\n"
-    )
+BASE_SPEC: Obj = {"containers": [{"name": "ome-container", "image": "vllm:0.9"}], "engineConfig": {}}
+LLAMA_SPEC: Obj = {"containers": [{"name": "ome-container", "image": "vllm:0.10"}]}
 
 
-def test_unavailable_runtime_still_shows_modes_and_an_issue() -> None:
-    rows = effective_rows(isvc({"engine": {}}, observed=None), RuntimeRead("CSR/gone", None, "NotFound"))
-    assert ("Live", "REASON", "NotFound") in rows
-    assert ("Live", "ENGINE", "RawDeployment (Default)") in rows
-    assert ("Service", "ISSUE", "LiveRuntimeUnavailable") in rows
+def llama_chat(**status: Any) -> Obj:
+    return {"metadata": {"name": "llama-chat", "namespace": "team-a", "generation": 3},
+            "spec": {"runtime": {"name": "vllm-llama", "autoSync": False}, "engine": {}},
+            "status": {"observedGeneration": 3, **status}}
+
+
+def docs_cluster(pinned_spec: Obj) -> tuple[FakeClient, str]:
+    client = FakeClient()
+    client.put(CLUSTER_SERVING_RUNTIMES, {"metadata": {"name": "vllm-base"}, "spec": BASE_SPEC})
+    client.put(CLUSTER_SERVING_RUNTIMES, {"metadata": {"name": "vllm-llama",
+                                                       "annotations": {"ome.io/inherit-from": "vllm-base"}},
+                                          "spec": LLAMA_SPEC})
+    short = rr.spec_hash(pinned_spec)
+    client.put(CONTROLLER_REVISIONS, {"metadata": {"name": f"cr-vllm-llama-{short}", "namespace": "ome",
+                                                   "labels": {rr.REVISION_HASH_LABEL: short}},
+                                      "data": pinned_spec})
+    drifted = [{"type": "RuntimeDrifted", "status": "True", "reason": "RevisionMismatch"}]
+    client.put(INFERENCE_SERVICES, llama_chat(pinnedRevisionName=f"cr-vllm-llama-{short}", conditions=drifted))
+    return client, short
+
+
+def effective(client: FakeClient, output: str = "table") -> str:
+    ctx, _, _ = make_ctx(client, namespace="team-a")
+    args = argparse.Namespace(name="llama-chat", output=output, ome_namespace="ome")
+    return str(asyncio.run(cmd_runtime.runtime_effective(ctx, args)))
+
+
+def test_the_docs_example() -> None:
+    old = {"containers": [{"name": "ome-container", "image": "vllm:0.9"}], "engineConfig": {}}
+    client, active = docs_cluster(old)
+    live = rr.spec_hash(merged_spec([BASE_SPEC, LLAMA_SPEC]))
+    assert live != active
+    assert effective(client) == (GOLDEN / "runtime_effective.txt").read_text().format(live=live, active=active)
+    assert effective(client, "wide") == (GOLDEN / "runtime_effective_wide.txt").read_text().format(
+        live=live, active=active)
+    doc = json.loads(effective(client, "json"))
+    assert doc["content"]["inheritanceChain"] == ["CSR/vllm-base", "CSR/vllm-llama"]
+    assert doc["content"]["service"]["liveRelation"] == "Different"
+
+
+def test_pinned_to_the_live_spec_is_equal() -> None:
+    client, _ = docs_cluster(merged_spec([BASE_SPEC, LLAMA_SPEC]))
+    assert "Service   LIVE-RELATION   Equal\n" in effective(client)
+
+
+def test_missing_revision_awaiting_pin_and_sync_states() -> None:
+    client, short = docs_cluster(BASE_SPEC)
+    del client.objects[("controllerrevisions", "ome", f"cr-vllm-llama-{short}")]
+    out = effective(client)
+    assert "Active    STATE           Unavailable\nActive    REASON          NotFound\n" in out
+    assert "Service   PIN             ManagedPin/RevisionMissing\n" in out
+    assert f"Service   ISSUE           RevisionNotFound(cr-vllm-llama-{short})\n" in out
+    assert "Service   ISSUE           ActiveRevisionUnavailable\n" in out
+    waiting = isvc({"runtime": {"name": "vllm", "autoSync": False}, "engine": {}},
+                   annotations={"ome.io/runtime-sync": "t1"})
+    report = build(waiting, RuntimeRead("CSR/vllm", {"spec": {}}), {})
+    rows = effective_rows(report)
+    assert ("Service", "PIN", "ManagedPin/AwaitingPin") in rows
+    assert ("Service", "SYNC", "Pending") in rows
+    assert ("Service", "ISSUE", "ActiveRevisionUnreported") in rows
+    assert ("Service", "LIVE-RELATION", "Equal") in rows
+
+
+def test_broken_inheritance_makes_the_live_view_unavailable() -> None:
+    client, _ = docs_cluster(BASE_SPEC)
+    del client.objects[("clusterservingruntimes", None, "vllm-base")]
+    out = effective(client)
+    assert "Live      STATE           Unavailable\n" in out
+    assert "Service   ISSUE           InheritanceUnavailable\n" in out
+    assert "Service   ISSUE           LiveRuntimeUnavailable\n" in out
+
+
+def test_unconfigured_service() -> None:
+    rows = effective_rows(build(isvc({"engine": {}}, observed=None), RuntimeRead(None, None, "NotConfigured"), {}))
+    assert ("Live", "REASON", "NotConfigured") in rows
+    assert ("Service", "PIN", "AutoSync/Unavailable") in rows
     assert ("Service", "ISSUE", "StatusUnobserved") in rows
-    doc = effective_document(isvc({"engine": {}}), RuntimeRead(None, None, "NotConfigured"))
-    assert doc["content"]["live"]["components"] == [
-        {"component": "engine", "mode": "RawDeployment", "source": "Default"}
-    ]
