@@ -1,5 +1,6 @@
 """Instance migration on the real control plane with kwok: requests on the InferenceService, surge moves
-watched continuously from a pod watch, the policy, the rate cap, the audit ConfigMap and the history."""
+watched continuously from a pod watch, the policy, the rate cap, the audit ConfigMap and the history; reset,
+stuck deletions, automatic relocation; transient scale through the InferenceReplica's scale subresource."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from ome.framework.resources import CONFIGMAPS, NODES
 from ome.omenative.migration_plan import Caps
 from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings
+from tests.e2e.isvc_support import catalog
+from tests.e2e.test_autoscaler import _kubectl, isvc_body, running
 from tests.e2e.test_instance_rollout import events, pods_of, replica, runners, sampling, settled, until
 
 Obj = dict[str, Any]
@@ -39,8 +42,8 @@ async def manager(kubeconfig: Path) -> AsyncIterator[Manager]:
                                          install_signal_handlers=False))
     inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=1.0))
     instancerollout.add_to_manager(mgr, RolloutSettings(instance_ready_timeout=120.0))
-    # One start per window, so the second request in a test meets the cap.
-    migration.add_to_manager(mgr, MigrationSettings(caps=Caps(max_per_window=1, window=3600.0, max_in_flight=3),
+    # The chart's lifecycle.audit: 10 starts per 1h, so the 11th request in the window meets the cap.
+    migration.add_to_manager(mgr, MigrationSettings(caps=Caps(max_per_window=10, window=3600.0, max_in_flight=3),
                                                     instance_ready_timeout=120.0, auto_migrate_attempts=3))
     task = asyncio.create_task(mgr.run())
     yield mgr
@@ -68,8 +71,8 @@ async def service(client: Client, ns: str, name: str, replicas: int = 2, mode: s
 
 async def node_of(client: Client, ns: str, index: int) -> str:
     pods = await pods_of(client, ns)
-    return next(p["spec"]["nodeName"] for p in pods.values()
-                if p["metadata"]["labels"]["ome.io/instance-index"] == str(index))
+    return str(next(p["spec"]["nodeName"] for p in pods.values()
+                    if p["metadata"]["labels"]["ome.io/instance-index"] == str(index)))
 
 
 async def request(client: Client, ns: str, name: str, instance: int, from_node: str) -> str:
@@ -110,6 +113,10 @@ async def test_a_requested_move_ends_on_another_node_without_a_dip(
     accepted = await events(client, namespace, "MigrationRequestAccepted")
     completed = await until(lambda: events(client, namespace, "MigrationCompleted"))
     assert accepted[0]["involvedObject"]["kind"] == "InferenceService"
+    assert accepted[0]["message"] == (
+        f"OMENative component=engine instance=0 migration accepted (uuid={rid}, source-node={source_node}, "
+        "surge-index=2)"
+    )
     assert completed[0]["involvedObject"]["name"] == "chat"
     assert accepted[0]["firstTimestamp"] <= completed[0]["firstTimestamp"]
     revision = obj["status"]["instanceStatuses"][-1]["runningRevision"]
@@ -123,11 +130,23 @@ async def test_a_requested_move_ends_on_another_node_without_a_dip(
     history = (await client.get(INFERENCE_SERVICES, "chat", namespace))["status"]["migrationHistory"]
     assert history[-1]["id"] == rid and history[-1]["phase"] == "Completed"
     assert history[-1]["replacementInstance"] == 2
-    # the rate cap: a second start in the window fails at once
-    other = await request(client, namespace, "chat", 1, await node_of(client, namespace, 1))
-    failed = await record(client, namespace, "chat", other, ("Failed",))
-    assert failed["message"] == "migration rate cap reached (1/1 in the last 1h0m0s)"
-    assert await until(lambda: events(client, namespace, "RateLimited"))
+    # the rate cap (10 per 1h): nine more moves start in the window, the 11th request fails at once
+    for _ in range(9):
+        index = min(r["index"] for r in (await client.get(INFERENCE_REPLICAS, "chat-engine", namespace))
+                    ["status"]["instanceStatuses"])
+        moved = await request(client, namespace, "chat", index, await node_of(client, namespace, index))
+        assert (await record(client, namespace, "chat", moved, ("Completed", "Failed")))["phase"] == "Completed"
+        await settled(client, namespace, "chat-engine", 2)
+    index = min(r["index"] for r in (await client.get(INFERENCE_REPLICAS, "chat-engine", namespace))
+                ["status"]["instanceStatuses"])
+    eleventh = await request(client, namespace, "chat", index, await node_of(client, namespace, index))
+    failed = await record(client, namespace, "chat", eleventh, ("Failed",))
+    assert failed["message"] == "migration rate cap reached (10/10 in the last 1h0m0s)"
+    text = f"OMENative migration uuid={eleventh} rejected: migration rate cap reached (10/10 in the last 1h0m0s)"
+    limited = await until(lambda: events(client, namespace, "RateLimited"))
+    assert [(e["type"], e["message"]) for e in limited] == [("Warning", text)]
+    assert text in [e["message"] for e in await events(client, namespace, "MigrationRequestRejected")]
+    assert len(await events(client, namespace, "MigrationCompleted")) == 10
 
 
 async def test_mode_never_rejects_with_its_event(client: Client, namespace: str, manager: Manager) -> None:
@@ -137,7 +156,8 @@ async def test_mode_never_rejects_with_its_event(client: Client, namespace: str,
     failed = await record(client, namespace, "pinned", rid, ("Failed",))
     assert failed["message"] == "migrations disabled by MigrationPolicy Mode=Never"
     rejected = await until(lambda: events(client, namespace, "MigrationRequestRejected"))
-    assert rejected[0]["message"].endswith("migrations disabled by MigrationPolicy Mode=Never")
+    assert rejected[0]["message"] == (
+        f"OMENative migration uuid={rid} rejected: migrations disabled by MigrationPolicy Mode=Never")
     assert set(await pods_of(client, namespace)) == pods
 
 
@@ -151,7 +171,8 @@ async def test_a_request_for_a_missing_component_is_rejected_and_removed(
                        {"metadata": {"annotations": {f"ome.io/migration-request-v1-{rid}": json.dumps(value)}}},
                        namespace)
     rejected = await until(lambda: events(client, namespace, "MigrationRequestRejected"))
-    assert rejected[0]["message"] == f"migration request {rid}: the InferenceService has no decoder component"
+    assert rejected[0]["message"] == (
+        f'OMENative migration uuid={rid} rejected: component "decoder" does not exist on this InferenceService')
 
     async def removed() -> bool:
         isvc = await client.get(INFERENCE_SERVICES, "solo", namespace)
@@ -290,12 +311,14 @@ async def test_deleting_the_node_under_a_running_instance_relocates_it(
     async with node_deleted(client, first):
         triggered = await until(lambda: events(client, namespace, "AutoMigrationTriggered"))
         assert triggered[0]["involvedObject"]["name"] == "moved"
-        assert triggered[0]["message"] == (
-            f"OMENative component=engine instance=0 relocated off node {first} (attempt 1/3)"
-        )
         obj = await client.get(INFERENCE_REPLICAS, "moved-engine", namespace)
         [rec] = obj["status"]["migrations"]
         assert (rec["phase"], rec["trigger"], rec["fromNode"]) == ("Relocated", "Auto", first)
+        assert rec["message"] == f"relocation directive recorded; rebuild steered off node {first}"
+        assert triggered[0]["message"] == (
+            f"OMENative component=engine instance=0 relocation directive recorded: attempt 1/3, rebuild steered "
+            f"off node {first} (uuid={rec['requestUUID']})"
+        )
         await settled(client, namespace, "moved-engine", 1)
         assert await node_of(client, namespace, 0) != first
         pod = (await pods_of(client, namespace))["moved-engine-0-default-0"]
@@ -303,3 +326,75 @@ async def test_deleting_the_node_under_a_running_instance_relocates_it(
         assert {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": [first]} in (
             required["nodeSelectorTerms"][0]["matchExpressions"]
         )
+
+
+async def test_a_transient_scale_lasts_until_its_owner_writes_the_count_again(
+    client: Client, namespace: str, kubeconfig: Path
+) -> None:
+    """migration-and-transient-scale.md §Transient scale, with the InferenceService, InferenceReplica and
+    autoscaler controllers: `kubectl scale` on the InferenceReplica; External keeps the count, a paused
+    rollout holds a scale-up but not a scale-down, None sets the count back to minReplicas."""
+    async with catalog(client, namespace) as cat, running(client):
+        await client.create(INFERENCE_SERVICES, isvc_body("burst", {
+            "model": {"name": cat.model}, "deploymentMode": "OMENative",
+            "engine": {"minReplicas": 1, "maxReplicas": 3, "autoscaler": {"class": "External"}}}), namespace)
+        scale = ("scale", "inferencereplica", "burst-engine", "-n", namespace)
+
+        async def replica_now() -> Obj:
+            try:
+                return await client.get(INFERENCE_REPLICAS, "burst-engine", namespace)
+            except errors.NotFound:
+                return {}
+
+        async def instances(count: int, wanted: int | None = None) -> Obj | None:
+            obj = await replica_now()
+            spec, st = obj.get("spec") or {}, obj.get("status") or {}
+            ok = st.get("replicas") == count and (wanted is None or spec.get("replicas") == wanted)
+            return obj if ok else None
+
+        async def stays(count: int, wanted: int, seconds: float = 6.0) -> None:
+            """The count written stays and the Instances stay at `count` for a while (nothing writes it back)."""
+            end = asyncio.get_running_loop().time() + seconds
+            while asyncio.get_running_loop().time() < end:
+                obj = await replica_now()
+                got = ((obj.get("spec") or {}).get("replicas"), (obj.get("status") or {}).get("replicas"))
+                assert got == (wanted, count), obj.get("status")
+                await asyncio.sleep(0.5)
+
+        await until(lambda: instances(1), 120)
+        # External: the count written through /scale lasts; the InferenceService's next pass keeps it
+        await _kubectl(kubeconfig, *scale, "--replicas=2")
+        await until(lambda: instances(2, 2), 90)
+        await client.patch(INFERENCE_SERVICES, "burst", {"metadata": {"annotations": {"example.com/touch": "1"}}},
+                           namespace)
+        await stays(2, 2)
+
+        # a paused rollout holds a scale-up ...
+        await client.patch(INFERENCE_SERVICES, "burst",
+                           {"metadata": {"annotations": {"ome.io/rollout-paused": "true"}}}, namespace)
+        await until(lambda: _paused(replica_now, True))
+        await _kubectl(kubeconfig, *scale, "--replicas=3")
+        await stays(2, 3)
+        # ... but not a scale-down
+        await _kubectl(kubeconfig, *scale, "--replicas=1")
+        await until(lambda: instances(1, 1), 90)
+        await _kubectl(kubeconfig, *scale, "--replicas=2")
+        await stays(1, 2)
+        # resumed: the held scale-up goes ahead
+        await client.patch(INFERENCE_SERVICES, "burst",
+                           {"metadata": {"annotations": {"ome.io/rollout-paused": None}}}, namespace)
+        await until(lambda: _paused(replica_now, False))
+        await until(lambda: instances(2, 2), 90)
+
+        # None: OME owns the count and sets it back to minReplicas within moments
+        await client.patch(INFERENCE_SERVICES, "burst", [{"op": "replace", "path": "/spec/engine/autoscaler",
+                                                           "value": {"class": "None"}}], namespace, patch_type="json")
+        await until(lambda: instances(1, 1), 90)
+        await _kubectl(kubeconfig, *scale, "--replicas=3")
+        await until(lambda: instances(1, 1), 60)
+        isvc = await client.get(INFERENCE_SERVICES, "burst", namespace)
+        assert isvc["status"]["components"]["engine"]["scaleTargetRef"]["name"] == "burst-engine"
+
+
+async def _paused(read: Any, paused: bool) -> bool:
+    return bool(((await read()).get("spec") or {}).get("paused")) == paused
