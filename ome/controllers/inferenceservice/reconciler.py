@@ -54,6 +54,7 @@ from ome.controllers.rolloutcoordination import condition as coordination_condit
 from ome.framework import errors
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
+from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
 from ome.resolution import (
     accelerators,
@@ -486,8 +487,11 @@ class InferenceServiceReconciler:
         """Delete children of components the spec no longer declares (a mode change keeps the old ones)."""
         keep = declared | {naming.EXTERNAL_SERVICE_COMPONENT}
         selector = {naming.ISVC_LABEL: isvc["metadata"]["name"]}
+        # Through the owner index: a label scan reads every child of the namespace, on every reconcile.
+        owned = (OWNER_INDEX, str(isvc["metadata"].get("uid") or ""))
         for res in self.children:
-            for child in self._reader.list(res, isvc["metadata"]["namespace"], label_selector=selector):
+            for child in self._reader.list(res, isvc["metadata"]["namespace"], label_selector=selector,
+                                           index=owned):
                 component = (child["metadata"].get("labels") or {}).get(naming.COMPONENT_LABEL)
                 if component not in keep and _owned_by(child, isvc):
                     await self._delete(res, child)

@@ -1,4 +1,5 @@
-"""A component's objects and the external Service are applied together, the status after them."""
+"""What keeps a reconcile cheap at scale: a component's objects and the external Service are applied
+together, the status after them; children are read through the owner index, not a namespace scan."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ome.api import resources as r
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
+from ome.framework.store import OWNER_INDEX
 from ome.resolution import models, runtimes
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
@@ -70,3 +72,21 @@ async def test_children_are_applied_in_one_round_and_the_status_after_them() -> 
     # ... and the status was written alone, once they were done.
     assert writer.order[-1] == ("InferenceService/status", 1)
     assert sorted(kind for kind, _ in writer.order[:-1]) == ["Deployment", "Service", "Service"]
+
+
+async def test_children_are_read_through_the_owner_index() -> None:
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    reads: list[tuple[str, Any]] = []
+    real_list = world.list
+
+    def list_(res: Resource, namespace: str | None = None, **kwargs: Any) -> list[Obj]:
+        reads.append((res.name, kwargs.get("index")))
+        return real_list(res, namespace, **kwargs)
+
+    world.list = list_  # type: ignore[method-assign]
+    reconciler = make_reconciler(world, FakeRecorder(), now=datetime(2026, 1, 1, tzinfo=UTC))
+    await reconciler.reconcile(Request("demo", "llama"))
+    uid = builders.isvc()["metadata"]["uid"]
+    children = [index for name, index in reads if name in {res.name for res in rec.CHILD_RESOURCES}]
+    assert children and all(index == (OWNER_INDEX, uid) for index in children)
