@@ -28,10 +28,11 @@ def _moving(row: Mapping[str, Any]) -> bool:
 def constrain(
     strategy: Strategy, limit: Limit | None, rows: Sequence[Mapping[str, Any]], update_revision: str,
     desired: int,
-) -> tuple[Strategy, bool]:
-    """The strategy narrowed to the limit, and whether the limit holds back a start the strategy allows."""
+) -> tuple[Strategy, tuple[str, str] | None]:
+    """The strategy narrowed to the limit, and the (gate, reason) of what the limit holds back, if it
+    holds back a start the strategy alone would allow."""
     if limit is None:
-        return strategy, False
+        return strategy, None
     target = names.hash_of_revision(update_revision)
     on_target = sum(
         1 for r in rows
@@ -44,13 +45,14 @@ def constrain(
         if r.get("phase") in ("Ready", "Failed") and r.get("runningRevision") != update_revision
     )
     startable = max(waiting - strategy.partition, 0)
-    held_back = False
+    held: tuple[str, str] | None = None
     out = strategy
     if limit.total is not None:
         allowed = max(limit.total - on_target, 0)
         if allowed < startable:
             out = dataclasses.replace(out, partition=waiting - allowed)
-            held_back = True
+            held = (limit.gate, limit.reason)
+            startable = allowed
     if limit.moving is not None:
         own = strategy.budget(desired)
         if own is None or limit.moving < own:
@@ -58,17 +60,21 @@ def constrain(
                 out = dataclasses.replace(out, max_surge=limit.moving)
             else:
                 out = dataclasses.replace(out, max_unavailable=limit.moving)
-            held_back = held_back or (startable > 0 and moving_now >= limit.moving)
-    return out, held_back
+            if held is None and startable > 0 and moving_now >= limit.moving:
+                held = (limit.moving_gate or limit.gate, limit.moving_reason or limit.reason)
+    return out, held
 
 
-def hold(limit: Limit, previous: Mapping[str, Any] | None, now: datetime, update_revision: str) -> Row:
+def hold(
+    held: tuple[str, str], previous: Mapping[str, Any] | None, now: datetime, update_revision: str
+) -> Row:
     """The rolloutHold of a start the limit holds back (its `since` kept while gate and reason stay)."""
     previous = previous or {}
-    same = previous.get("gate") == limit.gate and previous.get("reason") == limit.reason
+    gate, reason = held
+    same = previous.get("gate") == gate and previous.get("reason") == reason
     return {
-        "gate": limit.gate,
-        "reason": limit.reason,
+        "gate": gate,
+        "reason": reason,
         "since": (previous.get("since") if same else None) or format_time(now),
         "target": update_revision,
     }

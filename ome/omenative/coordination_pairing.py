@@ -66,7 +66,8 @@ def _narrow(decision: GroupDecision, m: Member, total: int, reason: str) -> None
     if current.total is not None and current.total <= total:
         return
     decision.limits[m.component] = Limit(total=max(total, 0), moving=current.moving, gate=GATE_PAIRING,
-                                         reason=reason)
+                                         reason=reason, moving_gate=current.moving_gate or current.gate,
+                                         moving_reason=current.moving_reason or current.reason)
 
 
 # -- peer endpoints ------------------------------------------------------------------------------------

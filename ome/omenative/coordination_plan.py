@@ -250,11 +250,14 @@ def blue_green(ctx: GroupContext) -> GroupDecision:
     for c, m in members.items():
         batch = batch_of(m.desired)
         total = min(m.desired, math.ceil(floor * m.desired - 1e-9) + batch)
-        behind = min(rolling, key=lambda p: share[p.component], default=m)
-        reason = (f"blue-green group {ctx.name}: {c} moves at most {batch} of {m.desired} Instances at a "
-                  f"time and waits for {behind.component} ({behind.ready_target}/{behind.desired} on its new "
-                  "revision)")
-        decision.limits[c] = Limit(total=total, moving=batch, gate=GATE_BUDGET, reason=reason)
+        reason = f"blue-green group {ctx.name}: {c} moves at most {batch} of {m.desired} Instances at a time"
+        others = [p for p in rolling if p is not m]
+        if others:
+            behind = min(others, key=lambda p: share[p.component])
+            done = f"{behind.ready_target}/{behind.desired}"
+            reason += f" and waits for {behind.component} ({done} on its new revision)"
+        decision.limits[c] = Limit(total=total, moving=batch, gate=GATE_BUDGET, reason=reason,
+                                   moving_gate=GATE_BUDGET, moving_reason=reason)
     pairing.apply(ctx, decision)
     return decision
 
@@ -279,12 +282,11 @@ def rolling_update(ctx: GroupContext) -> GroupDecision:
         budget = budget if budget is not None else m.desired
         word = "surge" if surge else "unavailability"
         reason = f"per-Component {word} budget {budget} exhausted (would become {m.moving + 1})"
-        limit = Limit(moving=budget, gate=GATE_BUDGET, reason=reason)
+        total, why = None, ""
         if ratio is not None and len(members) > 1 and m.strategy not in IN_PLACE_STRATEGIES:
-            held = ratio_hold(ctx, m, int(tolerance))
-            if held is not None:
-                limit = Limit(total=m.on_target, gate=GATE_RATIO, reason=held)
-        decision.limits[c] = limit
+            total, why = ratio_total(ctx, m, int(tolerance))
+        decision.limits[c] = Limit(total=total, moving=budget, gate=GATE_RATIO, reason=why,
+                                   moving_gate=GATE_BUDGET, moving_reason=reason)
     if ratio is not None and len(members) > 1:
         decision.observed_ratio = {
             "original": {c: m.desired for c, m in members.items()},
@@ -295,25 +297,51 @@ def rolling_update(ctx: GroupContext) -> GroupDecision:
     return decision
 
 
-def progress(m: Member, kept: int = 0) -> float:
-    """Share of the Instances on (or moving to) the new revision; `kept` held back by pairing count."""
-    return min(m.on_target / max(m.desired - kept, 1), 1.0) if m.desired else 1.0
+def progress(m: Member) -> float:
+    """Share of the Instances on (or moving to) the new revision."""
+    return min(m.on_target / m.desired, 1.0) if m.desired else 1.0
 
 
-def ratio_hold(ctx: GroupContext, m: Member, tolerance: int) -> str | None:
-    """Why `m` may not start another Instance under maintainRatio (None: it may)."""
+def _can_move(m: Member, keep: Mapping[str, int]) -> bool:
+    """Rolling, with an old Instance that pairing does not keep back."""
+    return m.rolling and m.old - keep.get(m.component, 0) > 0
+
+
+def ratio_total(ctx: GroupContext, m: Member, tolerance: int) -> tuple[int | None, str]:
+    """Under maintainRatio: how many of `m`'s Instances may be on the new revision now, and why no more.
+
+    A start may not put `m` more than `tolerance` percent further through its rollout than the least
+    advanced peer that can still move. When no member's next start fits, the one whose next start leaves
+    it least far through (then by name) still goes, so the group never waits on itself. A drain-first
+    strategy also may not move the serving ratio further than `tolerance` from the starting one."""
     band = tolerance / 100
     keep = pairing.reserved(ctx.members)
-    mine = progress(m)
-    for peer in ctx.members.values():
-        if peer is m or not peer.rolling or not m.rolling:
-            continue
-        theirs = progress(peer, keep.get(peer.component, 0))
-        if mine - theirs > band + 1e-9:
-            return (f"{m.component} is {round(mine * 100)}% through its rollout, more than {tolerance}% "
-                    f"ahead of {peer.component} ({round(theirs * 100)}%)")
-    if m.strategy == rollout_budget.SURGE:
-        return None  # a surge adds the new Instance before the old drains: serving never drops
+    peers = [p for p in ctx.members.values() if p is not m and _can_move(p, keep)]
+    if not m.rolling or not peers:
+        return None, ""
+    behind = min(peers, key=progress)
+    floor = progress(behind)
+    fit = math.floor((floor + band) * m.desired + 1e-9) - m.on_target
+    reason = (f"{m.component} is {round(progress(m) * 100)}% through its rollout; another Instance would put "
+              f"it more than {tolerance}% ahead of {behind.component} ({round(floor * 100)}%)")
+    if fit < 1 and _next_mover(ctx, keep) == m.component:
+        fit = 1
+    total = m.on_target + max(fit, 0)
+    if m.strategy != rollout_budget.SURGE and total > m.on_target and (drain := _drain_hold(ctx, m, band)):
+        return m.on_target, drain.replace("{tolerance}", str(tolerance))
+    return total, reason
+
+
+def _next_mover(ctx: GroupContext, keep: Mapping[str, int]) -> str | None:
+    """The member that can move whose next start leaves it least far through its rollout (then by name)."""
+    movers = [p for p in ctx.members.values() if _can_move(p, keep)]
+    if not movers:
+        return None
+    return min(movers, key=lambda p: ((p.on_target + 1) / max(p.desired, 1), p.component)).component
+
+
+def _drain_hold(ctx: GroupContext, m: Member, band: float) -> str | None:
+    """Why draining one more of `m`'s Instances would move the serving ratio too far (None: it may)."""
     serving = {c: p.serving_old + p.serving_target for c, p in ctx.members.items()}
     projected = {**serving, m.component: serving[m.component] - 1}
     if _within(ctx.members, projected, band):
@@ -321,7 +349,7 @@ def ratio_hold(ctx: GroupContext, m: Member, tolerance: int) -> str | None:
     if m.moving == 0 and serving[m.component] >= m.desired and _within(ctx.members, serving, band) \
             and projected[m.component] >= 1 and _within(ctx.members, projected, band * 2):
         return None  # one Instance at a time even when the band is narrower than one Instance
-    return (f"draining a {m.component} Instance would move the serving ratio more than {tolerance}% from "
+    return (f"draining a {m.component} Instance would move the serving ratio more than {{tolerance}}% from "
             + ":".join(str(p.desired) for p in ctx.members.values()))
 
 

@@ -97,7 +97,10 @@ class Limit:
     """Instances moving at once, at most."""
     gate: str = ""
     reason: str = ""
-    """rolloutHold when a start would pass the limit (or when `total` forbids any start at all)."""
+    """rolloutHold when `total` holds a start back."""
+    moving_gate: str = ""
+    moving_reason: str = ""
+    """rolloutHold when `moving` holds a start back (the gate of `total` when empty)."""
 
 
 @dataclass(slots=True)

@@ -205,8 +205,8 @@ class InstanceRolloutReconciler:
 
         def after(plan: rollout_types.Plan) -> None:
             other = (plan.rollout_hold or {}).get("gate")
-            if limit is not None and held and other not in ("RetryBlock", "Held"):
-                plan.rollout_hold = coordination_enforce.hold(limit, inp.previous_hold, inp.now,
+            if held is not None and other not in ("RetryBlock", "Held"):
+                plan.rollout_hold = coordination_enforce.hold(held, inp.previous_hold, inp.now,
                                                               inp.update_revision)
             plan.wake(wake)
 

@@ -16,7 +16,7 @@ from ome.framework.cache import SharedCache
 from ome.omenative import coordination_pairing as pairing
 from ome.omenative import coordination_plan as cplan
 from ome.omenative import instance_names as names
-from ome.omenative import rollout_budget
+from ome.omenative import revisions, rollout_budget
 from ome.omenative.coordination_types import Limit, Member, member_of
 from ome.omenative.rollout_budget import OperatorDefault
 
@@ -94,15 +94,19 @@ def peer_env_for(cache: SharedCache, replica: Mapping[str, Any], pod_revision: s
     spec = isvc.get("spec") or {}
     component = (replica.get("spec") or {}).get("component")
     peers = [c for c in COMPONENTS if c != component and spec.get(c) is not None]
-    revisions: dict[str, tuple[str, str]] = {}
+    found: dict[str, tuple[str, str]] = {}
     for peer in peers:
         other = replica_of(cache, isvc, peer)
-        status = (other or {}).get("status") or {}
-        if other is not None and status.get("updateRevision"):
-            current = status.get("currentRevision") or ""
-            revisions[peer] = (names.hash_of_revision(status["updateRevision"]),
-                               names.hash_of_revision(current) if current else "")
-    own = ((replica.get("status") or {}).get("updateRevision")) or ""
-    own_target = names.hash_of_revision(own) if own else ""
+        if other is not None and (target := spec_hash(other)):
+            current = ((other.get("status") or {}).get("currentRevision")) or ""
+            found[peer] = (target, names.hash_of_revision(current) if current else "")
+    own_target = spec_hash(replica)
     meta = isvc["metadata"]
-    return pairing.peer_env(meta["name"], meta["namespace"], peers, revisions, own_target, pod_revision)
+    return pairing.peer_env(meta["name"], meta["namespace"], peers, found, own_target, pod_revision)
+
+
+def spec_hash(replica: Mapping[str, Any]) -> str:
+    """The revision hash the replica's spec asks for: what its controller records as its update revision,
+    known before it does (a pod made first still pairs with the right peer revision)."""
+    data = revisions.from_replica(replica)
+    return revisions.revision_hash(data, revisions.collision_count(replica)) if data is not None else ""
