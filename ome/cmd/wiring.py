@@ -183,7 +183,7 @@ def add_webhooks(server: WebhookServer, manager: Manager, settings: Settings) ->
 
     # References to an AutoscalerPolicy are admitted only when the feature was found on at startup.
     autoscaler_admission.POLICY_GATE.enabled = settings.autoscaler.policy_enabled
-    registry.register_webhooks(server, manager.cache)
+    registry.register_webhooks(server, manager.cache, settings.config)
 
 
 async def self_register_webhooks(

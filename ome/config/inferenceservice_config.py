@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ome.config.durations import is_duration, parse_duration
 from ome.config.migration_lifecycle import AuditConfig, AutoMigrateConfig, ForceDeleteConfig
 from ome.config.ome_agent import OmeAgentConfig
+from ome.config.pod_injection import MetricsAggregatorConfig, ServingSidecarConfig
 from ome.framework import errors, resources
 from ome.framework.client import Client
 
@@ -465,6 +466,7 @@ class AgentImageConfig(_Section):
     cpu_limit: str | None = Field(default=None, alias="cpuLimit")
     auth_type: str | None = Field(default=None, alias="authType")
     compartment_id: str | None = Field(default=None, alias="compartmentId")
+    vault_id: str | None = Field(default=None, alias="vaultId")  # modelInit: the OCI Vault of the keys
     region: str | None = None
 
 
@@ -492,6 +494,10 @@ class InferenceServiceConfig(_Section):
     cluster_domain: str = Field(default="cluster.local", alias="clusterDomain")
     ome_agent: OmeAgentConfig = Field(default_factory=OmeAgentConfig, alias="omeAgent")
     """The ome-agent image and the pvc:// metadata Job's settings (`ome/config/ome_agent.py`)."""
+    serving_sidecar: ServingSidecarConfig | None = Field(default=None, alias="servingSidecar")
+    metrics_aggregator: MetricsAggregatorConfig = Field(default_factory=MetricsAggregatorConfig,
+                                                        alias="metricsAggregator")
+    """The pod webhook's (`ome/config/pod_injection.py`)."""
 
 
 # Keys whose value is a JSON document; clusterDomain is a bare string.
@@ -506,6 +512,8 @@ _JSON_KEYS: Final = (
     "modelInit",
     "fineTunedAdapter",
     "omeAgent",
+    "servingSidecar",
+    "metricsAggregator",
 )
 
 

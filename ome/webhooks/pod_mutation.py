@@ -18,9 +18,12 @@ InferenceService, the component or the runtime):
   `metricsAggregator` settings (both "false" by default, as the chart); scraping "true" sets
   `prometheus.io/port` 9091 (9088 with aggregation) and `prometheus.io/path` /metrics, overwriting.
 
+Before these, the container injections of `pod_injection`: `ome.io/inject-model-init`,
+`ome.io/inject-fine-tuned-adapter` and `ome.io/inject-serving-sidecar`, from the `modelInit`,
+`fineTunedAdapter` and `servingSidecar` entries (`pod_settings` turns the config into what they read).
+
 An unknown profile, an invalid port or a malformed networks annotation denies the pod (PodDenied).
-Not done here: `ome.io/inject-model-init` and `ome.io/inject-serving-sidecar` (they need the
-`modelInit` / `servingSidecar` config entries), and the `queue-proxy` aggregation container settings.
+Not done here: the `queue-proxy` aggregation container settings.
 """
 
 from __future__ import annotations
@@ -31,8 +34,15 @@ from typing import Any, Final
 
 import orjson
 
+from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.webhooks.handler import AdmissionRequest, PodDenied
 from ome.webhooks.loose import as_dict, as_list, text
+from ome.webhooks.pod_injection import (
+    Injections,
+    inject_fine_tuned_adapter,
+    inject_model_init,
+    inject_serving_sidecar,
+)
 
 Obj = dict[str, Any]
 
@@ -102,15 +112,38 @@ class MetricsAggregator:
     enable_prometheus_scraping: bool = False
 
 
-def mutate_pod(request: AdmissionRequest, settings: MetricsAggregator = MetricsAggregator()) -> Obj:
+@dataclass(frozen=True, slots=True)
+class PodSettings:
+    """What the pod webhook reads from inferenceservice-config."""
+
+    metrics: MetricsAggregator = MetricsAggregator()
+    injections: Injections = Injections()
+
+
+def pod_settings(config: InferenceServiceConfig, fine_tuned_weight: Any = None) -> PodSettings:
+    """The webhook's settings from the config; `fine_tuned_weight(name)` looks a FineTunedWeight up."""
+    aggregator = config.metrics_aggregator
+    injections = Injections(config.model_init, config.serving_sidecar, config.fine_tuned_adapter,
+                            **({"fine_tuned_weight": fine_tuned_weight} if fine_tuned_weight else {}))
+    return PodSettings(MetricsAggregator(aggregator.enable_metric_aggregation == "true",
+                                         aggregator.enable_prometheus_scraping == "true"), injections)
+
+
+def mutate_pod(request: AdmissionRequest,
+               settings: MetricsAggregator | PodSettings = MetricsAggregator()) -> Obj:
     """The pod with every documented injection applied; raises PodDenied for bad annotations."""
+    if isinstance(settings, MetricsAggregator):
+        settings = PodSettings(settings)
     pod = request.obj
     annotations = _annotations(pod)
+    inject_model_init(pod, annotations, settings.injections.model_init)
+    inject_fine_tuned_adapter(pod, annotations, settings.injections)
+    inject_serving_sidecar(pod, annotations, settings.injections.serving_sidecar)
     _inject_rdma(pod, annotations)
     _inject_shm(pod, annotations)
     _inject_probes(pod, annotations)
     _inject_observability(annotations)
-    _scraping(annotations, settings)
+    _scraping(annotations, settings.metrics)
     return pod
 
 

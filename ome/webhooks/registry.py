@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from ome.api import resources
 from ome.api.resources import Resource
+from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.framework.cache import SharedCache
 from ome.framework.webhook_server import WebhookServer
 from ome.webhooks import (
@@ -106,8 +107,10 @@ WEBHOOKS: Final = (
 )
 
 
-def handlers(reader: inferenceservice_validation.Reader) -> dict[str, Handler]:
-    """Path -> AdmissionReview handler, for the server and for tests that call handlers directly."""
+def handlers(reader: inferenceservice_validation.Reader,
+             pod_settings: pod_mutation.PodSettings | None = None) -> dict[str, Handler]:
+    """Path -> AdmissionReview handler, for the server and for tests that call handlers directly.
+    `pod_settings`: what the pod webhook reads from inferenceservice-config (None: the chart's defaults)."""
     isvc, sr, csr = (
         resources.INFERENCE_SERVICES,
         resources.SERVING_RUNTIMES,
@@ -135,7 +138,8 @@ def handlers(reader: inferenceservice_validation.Reader) -> dict[str, Handler]:
             judges_delete=True,
         ),
     }
-    by_path[POD_PATH] = mutating(resources.PODS.kind, pod_mutation.mutate_pod)
+    pods = pod_settings or pod_mutation.PodSettings()
+    by_path[POD_PATH] = mutating(resources.PODS.kind, partial(pod_mutation.mutate_pod, settings=pods))
     for res in (sr, csr):
         by_path[_path("mutate", res)] = mutating(res.kind, inferenceservice_defaults.default_serving_runtime)
         by_path[_path("validate", res)] = validating(
@@ -144,11 +148,16 @@ def handlers(reader: inferenceservice_validation.Reader) -> dict[str, Handler]:
     return by_path
 
 
-def register_webhooks(server: WebhookServer, cache: SharedCache) -> None:
+def register_webhooks(server: WebhookServer, cache: SharedCache,
+                      config: InferenceServiceConfig | None = None) -> None:
     """Serve every OME webhook on `server`, reading from `cache` (informers are added for what they read)."""
     for res in CACHED_KINDS:
         cache.informer_for(res)
-    for path, handler in handlers(cache).items():
+    # The pod webhook reads the config the manager started with, and FineTunedWeights from the cache.
+    cache.informer_for(resources.FINE_TUNED_WEIGHTS)
+    pods = pod_mutation.pod_settings(config or InferenceServiceConfig(),
+                                     lambda name: cache.get_or_none(resources.FINE_TUNED_WEIGHTS, name))
+    for path, handler in handlers(cache, pods).items():
         server.register(path, handler)
 
 
