@@ -68,17 +68,81 @@ async def settled(client: Client, ns: str, n: int) -> Obj | None:
     return obj if ready and on_update and st.get("readyReplicas") == n else None
 
 
+STEPS = (
+    ("new ADDED", "new scheduled"),
+    ("new scheduled", "new containers ready"),
+    ("new containers ready", "new gate open"),
+    ("new gate open", "new Ready"),
+    ("new Ready", "old gate closed"),
+    ("old gate closed", "old not Ready"),
+    ("old not Ready", "old deleting"),
+    ("old deleting", "old DELETED"),
+)
+"""The per-Instance steps the profile times (median gap between consecutive observations)."""
+
+
 class Watch:
-    """Serving Instances after every pod event, and each new pod's time from ADDED to Ready."""
+    """Serving Instances after every pod event, each new pod's time from ADDED to Ready, and when each
+    Instance's steps were first seen (the profile)."""
 
     def __init__(self) -> None:
         self.pods: dict[str, Obj] = {}
         self.min_serving = 1 << 30
         self.added: dict[str, float] = {}
         self.start_times: list[float] = []
+        self.seen: dict[tuple[str, str], float] = {}
+        self.old: set[str] = set()
+        self.freed: list[float] = []
+        self.starts: list[float] = []
+
+    def _mark(self, index: str, step: str) -> None:
+        self.seen.setdefault((index, step), time.monotonic())
+
+    def _profile(self, event: str, pod: Obj) -> None:
+        name = pod["metadata"]["name"]
+        index = pod["metadata"]["labels"].get("ome.io/instance-index", "")
+        conds = {c["type"]: c["status"] for c in (pod.get("status") or {}).get("conditions") or []}
+        if name in self.old:
+            if conds.get("ome.io/serving") == "False":
+                self._mark(index, "old gate closed")
+            if conds.get("Ready") == "False":
+                self._mark(index, "old not Ready")
+            if pod["metadata"].get("deletionTimestamp"):
+                self._mark(index, "old deleting")
+            if event == "DELETED":
+                self._mark(index, "old DELETED")
+                self.freed.append(time.monotonic())
+            return
+        if event == "ADDED":
+            self.starts.append(time.monotonic())
+            self._mark(index, "new ADDED")
+        if (pod.get("spec") or {}).get("nodeName"):
+            self._mark(index, "new scheduled")
+        if conds.get("ContainersReady") == "True":
+            self._mark(index, "new containers ready")
+        if conds.get("ome.io/serving") == "True":
+            self._mark(index, "new gate open")
+        if conds.get("Ready") == "True":
+            self._mark(index, "new Ready")
+
+    def report(self) -> None:
+        for first, then in STEPS:
+            gaps = [
+                self.seen[(i, then)] - at
+                for (i, step), at in self.seen.items()
+                if step == first and (i, then) in self.seen
+            ]
+            if gaps:
+                print(f"  {first} -> {then}: median {statistics.median(gaps) * 1000:.0f} ms")
+        # A slot frees when an old pod is gone; the next start should follow at once.
+        waits = [min((s - f for s in self.starts if s >= f), default=0.0) for f in self.freed]
+        waits = [w for w in waits if w > 0]
+        if waits:
+            print(f"  old DELETED -> next new ADDED: median {statistics.median(waits) * 1000:.0f} ms")
 
     def observe(self, event: str, pod: Obj) -> None:
         name = pod["metadata"]["name"]
+        self._profile(event, pod)
         if event == "DELETED":
             self.pods.pop(name, None)
         else:
@@ -132,6 +196,7 @@ async def main(kubeconfig: str, n: int) -> None:
         watch = Watch()
         items, rv = await client.list(PODS, ns)
         watch.pods = {p["metadata"]["name"]: p for p in items}
+        watch.old = set(watch.pods)
 
         async def follow() -> None:
             async for event, pod in client.watch(PODS, ns, resource_version=rv, timeout_seconds=1800):
@@ -160,6 +225,8 @@ async def main(kubeconfig: str, n: int) -> None:
             f"API writes: {writes} ({writes / n:.1f} per Instance moved; rollout controller {rollout.writes})"
         )
         print(f"min serving Instances observed: {watch.min_serving} (desired {n})")
+        print("per-Instance steps (pod watch):")
+        watch.report()
     finally:
         if watcher is not None:
             watcher.cancel()

@@ -115,3 +115,47 @@ def moving(row: Row) -> bool:
 
 def failed_update(row: Row) -> bool:
     return row.get("phase") == "Failed" and (row.get("operation") or {}).get("type") == "Update"
+
+
+def _op_id(row: Row) -> object:
+    return (row.get("operation") or {}).get("id")
+
+
+def split_recorded(
+    plan: Plan, cached: Mapping[int, Row], pod_index: Mapping[str, int]
+) -> tuple[Plan, Plan]:
+    """The plan's pod writes as (recorded, after_status). A gate, patch or delete on an Instance whose
+    `Update` operation the cached status already records continues a step that status owns (the
+    InferenceReplica planner never acts on such a row, and a lost status race only replans the same
+    step), so it goes out with the status write rather than after it; so does a create for that same
+    operation and incarnation. Every other write, above all a start's pod creation, follows the status
+    write that records it."""
+    recorded = {i for i, row in cached.items() if moving(row)}
+    same_op = {
+        i
+        for i in recorded
+        if i not in plan.rows
+        or (
+            _op_id(plan.rows[i]) == _op_id(cached[i])
+            and plan.rows[i].get("incarnation") == cached[i].get("incarnation")
+        )
+    }
+
+    def early(name: str) -> bool:
+        return pod_index.get(name) in recorded
+
+    first = Plan(
+        creates=[c for c in plan.creates if c.index in same_op],
+        deletes=[n for n in plan.deletes if early(n)],
+        open_gates=[n for n in plan.open_gates if early(n)],
+        close_gates=[n for n in plan.close_gates if early(n)],
+        image_patches=[(n, d) for n, d in plan.image_patches if early(n)],
+    )
+    then = Plan(
+        creates=[c for c in plan.creates if c not in first.creates],
+        deletes=[n for n in plan.deletes if n not in first.deletes],
+        open_gates=[n for n in plan.open_gates if n not in first.open_gates],
+        close_gates=[n for n in plan.close_gates if n not in first.close_gates],
+        image_patches=[p for p in plan.image_patches if p not in first.image_patches],
+    )
+    return first, then

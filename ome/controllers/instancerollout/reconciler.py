@@ -96,23 +96,35 @@ class InstanceRolloutReconciler:
             return Result()  # the InferenceReplica controller records the revision first
         raw = self._owned(PODS, replica)
         self._forget_observed(raw)
+        pod_index = {p["metadata"]["name"]: v.index for p in raw if (v := rollout_pod(p)) is not None}
+        failed: BaseException | None = None
         for attempt in range(_CONFLICT_RETRIES + 1):
             inputs, coordinated = self._coordinate(replica, self._inputs(replica, update, known, raw))
             plan = rollout_plan.plan(inputs)
             coordinated(plan)
-            try:
-                written = await self._write_status(replica, plan)
+            cached = {int(r["index"]): r for r in status.rows_of(replica.get("status") or {})}
+            early, late = rollout_types.split_recorded(plan, cached, pod_index)
+            # Steps the cached status already records go out with the status write, not after it.
+            outcome = await asyncio.gather(
+                self._act(replica, early, known), self._write_status(replica, plan), return_exceptions=True
+            )
+            failed = failed or _error(outcome[0])
+            if not isinstance(outcome[1], BaseException):
+                written = outcome[1]
                 break
-            except errors.Conflict:
-                # The InferenceReplica controller wrote first: plan again on its write, now rather than
-                # after the work queue's backoff (no pod was touched yet).
-                if attempt == _CONFLICT_RETRIES:
-                    raise
-                replica = await self._client.get(INFERENCE_REPLICAS, req.name, req.namespace)
-                moved_on = (replica.get("status") or {}).get("updateRevision") != update
-                if teardown.deleting(replica) or moved_on:
-                    return Result()  # the change that raced us triggers its own pass
-        await self._act(written, plan, known)
+            if not isinstance(outcome[1], errors.Conflict) or attempt == _CONFLICT_RETRIES:
+                raise outcome[1]
+            # The InferenceReplica controller wrote first: plan again on its write, now rather than
+            # after the work queue's backoff (only steps already recorded touched pods).
+            replica = await self._client.get(INFERENCE_REPLICAS, req.name, req.namespace)
+            moved_on = (replica.get("status") or {}).get("updateRevision") != update
+            if teardown.deleting(replica) or moved_on:
+                if failed is not None:
+                    raise failed
+                return Result()  # the change that raced us triggers its own pass
+        await self._act(written, late, known)
+        if failed is not None:
+            raise failed
         await self._announce(written, plan)
         if plan.release_answered:
             await self._drop_release_annotation(written)
@@ -280,24 +292,26 @@ class InstanceRolloutReconciler:
         return False
 
     async def _act(self, replica: Obj, plan: rollout_types.Plan, known: Mapping[str, RevisionData]) -> None:
-        """Pod writes, each kind together: evictions and drains, in-place patches, creations, gates."""
+        """Every pod write of the plan at once. No two touch the same pod in one plan: a create is
+        planned only for a name the cache does not list, a gate opens only on a new pod and closes only
+        on an old one, and an image patch waits for a pass after the close."""
         ns = replica["metadata"]["namespace"]
-        deletes = [n for n in sorted(set(plan.deletes)) if not self._fresh("delete", ns, n)]
-        await self._batch([(("delete", ns, n), self._delete_pod(ns, n)) for n in deletes])
-        closes = sorted(set(plan.close_gates))
-        await self._batch([(("gate-False", ns, n), self._set_gate(ns, n, "False")) for n in closes])
-        patches = [(n, d) for n, d in plan.image_patches if not self._fresh(f"patch-{d}", ns, n)]
-        await self._batch([((f"patch-{d}", ns, n), self._patch_images(ns, n, known[d], d))
-                           for n, d in patches])
+        writes: list[tuple[tuple[str, str, str], Awaitable[None]]] = []
+        writes += [(("delete", ns, n), self._delete_pod(ns, n))
+                   for n in sorted(set(plan.deletes)) if not self._fresh("delete", ns, n)]
+        writes += [(("gate-False", ns, n), self._set_gate(ns, n, "False"))
+                   for n in sorted(set(plan.close_gates))]
+        writes += [((f"patch-{d}", ns, n), self._patch_images(ns, n, known[d], d))
+                   for n, d in plan.image_patches if not self._fresh(f"patch-{d}", ns, n)]
         bodies = [(c, self._pod_body(replica, c, known)) for c in plan.creates]
-        bodies = [(c, b) for c, b in bodies if not self._fresh("create", ns, b["metadata"]["name"])]
-        await self._batch([(("create", ns, b["metadata"]["name"]), self._create_pod(replica, b, c.index))
-                           for c, b in bodies])
-        opens = sorted(set(plan.open_gates))
-        await self._batch([(("gate-True", ns, n), self._set_gate(ns, n, "True")) for n in opens])
+        writes += [(("create", ns, b["metadata"]["name"]), self._create_pod(replica, b, c.index))
+                   for c, b in bodies if not self._fresh("create", ns, b["metadata"]["name"])]
+        writes += [(("gate-True", ns, n), self._set_gate(ns, n, "True"))
+                   for n in sorted(set(plan.open_gates))]
+        await self._batch(writes)
 
     async def _batch(self, writes: list[tuple[tuple[str, str, str], Awaitable[None]]]) -> None:
-        """Runs one kind of pod writes to the end of every one. A write that failed is forgotten, so the
+        """Runs the pod writes to the end of every one. A write that failed is forgotten, so the
         work queue's retry makes it again (remembered, it was skipped as one the cache had not shown
         yet, and nothing woke the replica after); the first failure is raised after the whole batch."""
         results = await asyncio.gather(*(write for _, write in writes), return_exceptions=True)
@@ -388,6 +402,10 @@ class InstanceRolloutReconciler:
         with contextlib.suppress(errors.NotFound):
             await self._client.patch(INFERENCE_REPLICAS, meta["name"], patch, meta["namespace"])
             self.writes += 1
+
+
+def _error(outcome: object) -> BaseException | None:
+    return outcome if isinstance(outcome, BaseException) else None
 
 
 def desired_replicas(replica: Mapping[str, Any]) -> int:

@@ -191,3 +191,31 @@ async def test_a_write_skipped_as_remembered_wakes_the_replica_when_the_memory_e
     result = await mover.reconcile(REQ)
     assert "chat-engine-0-default-1" not in world.pods()
     assert result.requeue_after is not None and 0 < result.requeue_after <= 30
+
+
+async def test_a_recorded_step_writes_pods_with_the_status_and_a_start_creates_after_it() -> None:
+    """A pod write that continues a step the cached status already records (the old pod's gate once
+    the surge pod serves) goes out while the status write is in flight; a start's create waits for the
+    status write that records the operation."""
+    world = World()
+    await start(world, {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}})
+    mover = rollout(world)
+    change_image(world, "img:2")
+    await world.reconcile()
+    world.api.yields["chat-engine"] = 5  # the status write answers after the pod writes started
+    world.api.writes.clear()
+    await mover.reconcile(REQ)
+    writes = [(verb, name) for verb, _, name in world.api.writes]
+    assert writes.index(("update_status", "chat-engine")) < writes.index(("create", "chat-engine-0-default-1"))
+    for _ in range(3):
+        world.kubelet()
+        world.api.writes.clear()
+        await mover.reconcile(REQ)
+        writes = [(verb, name) for verb, _, name in world.api.writes]
+        if ("patch/status", "chat-engine-0-default-0") in writes:
+            break
+    [row] = [r for r in rows(world) if r["index"] == 0]
+    assert row["operation"]["step"] == "SurgeDrain"
+    assert writes.index(("patch/status", "chat-engine-0-default-0")) < writes.index(
+        ("update_status", "chat-engine")
+    )
