@@ -69,11 +69,11 @@ class Settings:
         retry = life.update_retry or UpdateRetry()
         deadline = life.teardown.deadline
         return InferenceReplicaSettings(
-            instance_ready_timeout=parse_duration(life.instance_ready_timeout),
+            instance_ready_timeout=parse_duration(life.instance_ready_timeout) or None,  # "0s": unset
             status_encoding="ColumnarV2" if self.config.omenative_status.status_encoding == "ColumnarV2"
             else "Rows",
             max_decoded_instances=self.config.omenative_status.max_decoded_instances,
-            revision_history_limit=life.revision_history_limit or 10,
+            revision_history_limit=life.revision_history_limit,
             teardown_deadline=parse_duration(deadline) if deadline else None,
             retry_initial_delay=parse_duration(retry.initial_delay) or 60.0,
             retry_multiplier=retry.multiplier,

@@ -163,8 +163,11 @@ def next_number(existing: Iterable[Mapping[str, Any]]) -> int:
     return max((int(r.get("revision") or 0) for r in existing), default=0) + 1
 
 
-def prunable(existing: Iterable[Mapping[str, Any]], live: set[str], limit: int) -> list[str]:
-    """Names of non-live revisions beyond the newest `limit`; live revisions are never pruned."""
+def prunable(existing: Iterable[Mapping[str, Any]], live: set[str], limit: int | None) -> list[str]:
+    """Names of non-live revisions beyond the newest `limit`; live revisions are never pruned, and
+    with no limit (neither configured nor annotated) none is."""
+    if limit is None:
+        return []
     old = sorted(
         (r for r in existing if r["metadata"]["name"] not in live),
         key=lambda r: int(r.get("revision") or 0),

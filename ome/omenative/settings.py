@@ -19,8 +19,9 @@ class InferenceReplicaSettings:
     max_decoded_instances: int | None = 20000
     """omenativeStatus.maxDecodedInstances: the most rows decoded from (and written as) ColumnarV2; None:
     no bound, so a ColumnarV2 replica is not decoded (InstanceStatusDecodeFailed, cardinality_limit)."""
-    revision_history_limit: int = 10
-    """Non-live ControllerRevisions kept per replica when spec.revisionHistoryLimit is unset."""
+    revision_history_limit: int | None = None
+    """Non-live ControllerRevisions kept per replica when spec.revisionHistoryLimit is unset (None:
+    every revision, as when neither the chart's setting nor the annotation is set)."""
     serving_gate_controller: str = "ome-inferencereplica-controller"
     """Field manager (and event component) of the controller's writes."""
     max_concurrent_reconciles: int = 4
@@ -49,7 +50,7 @@ class InferenceReplicaSettings:
     def __post_init__(self) -> None:
         if self.instance_ready_timeout is not None and self.instance_ready_timeout <= 0:
             raise ValueError("instance_ready_timeout must be positive or None")
-        if self.revision_history_limit < 1:
+        if self.revision_history_limit is not None and self.revision_history_limit < 1:
             raise ValueError("revision_history_limit must be >= 1")
         if self.teardown_deadline is not None and self.teardown_deadline <= 0:
             raise ValueError("teardown_deadline must be positive or None")

@@ -289,7 +289,7 @@ class InferenceReplicaReconciler:
     def _ready_timeout(self, replica: Mapping[str, Any]) -> float | None:
         lifecycle = (replica.get("spec") or {}).get("lifecycle") or {}
         own = parse_duration(lifecycle.get("instanceReadyTimeout"))
-        return own if own is not None else self._settings.instance_ready_timeout
+        return own if own else self._settings.instance_ready_timeout  # "0s" counts as unset
 
     # -- revisions ----------------------------------------------------------------------------
 
