@@ -17,7 +17,10 @@ generator only turns chosen fields into values:
 | `modelAgent.enabled` | the model agent DaemonSet and its RBAC (config/modelagent) |
 
 With the default values, `helm template` renders exactly the objects of `config/default` plus the
-`benchmarkjob-config` ConfigMap; `render_defaults` does the same substitution in Python for the unit test.
+`benchmarkjob-config` ConfigMap, except that the `lifecycle` entry of `inferenceservice-config` also has the
+settings the docs give the chart but not the kustomize manifests (`config/chart/lifecycle.yaml`: the
+migration caps, automatic relocation, the stuck-pod grace); `render_defaults` does the same substitution in
+Python for the unit test.
 Templates are written as YAML with sentinel strings, replaced by template text afterwards.
 """
 
@@ -146,7 +149,7 @@ def default_values() -> Obj:
         raw = _arg(args, flag)
         _set(values, path, int(raw) if raw.isdigit() else raw)
     config = next(d for d in _load("configmap", "inferenceservice-config.yaml"))
-    values["ome"]["inferenceserviceConfig"] = dict(config["data"])
+    values["ome"]["inferenceserviceConfig"] = chart_config_data(config["data"])
     bench = benchmark.PodConfig()
     image, _, tag = bench.image.rpartition(":")
     values["ome"]["benchmarkJob"] = {"image": image, "tag": tag, "cpuRequest": bench.cpu_request,
@@ -155,6 +158,21 @@ def default_values() -> Obj:
     values["webhook"] = {"certManager": {"enabled": False}}
     values["modelAgent"] = {"enabled": False}
     return values
+
+
+def chart_lifecycle() -> Obj:
+    """The lifecycle keys the chart adds to config/'s (config/chart/lifecycle.yaml)."""
+    return dict(_load("chart", "lifecycle.yaml")[0])
+
+
+def chart_config_data(data: Obj) -> Obj:
+    """inferenceservice-config's data as the chart sets it: config/'s, its `lifecycle` entry with the chart's
+    additions (one key per line, as config/ writes it)."""
+    out = dict(data)
+    merged = {**json.loads(data.get("lifecycle") or "{}"), **chart_lifecycle()}
+    lines = [f"  {json.dumps(k)}: {json.dumps(v, separators=(', ', ': '))}" for k, v in merged.items()]
+    out["lifecycle"] = "{\n" + ",\n".join(lines) + "\n}"
+    return out
 
 
 # -- templates -----------------------------------------------------------------------------------------
@@ -394,6 +412,8 @@ def config_default_objects() -> list[Obj]:
                   ("configmap", "inferenceservice-config.yaml"), ("manager", "manager.yaml"),
                   ("webhook", "service.yaml"), ("webhook", "manifests.yaml")):
         docs += copy.deepcopy(_load(*parts))
+    config = next(d for d in docs if d["metadata"]["name"] == "inferenceservice-config")
+    config["data"] = chart_config_data(config["data"])
     for crd in sorted((CONFIG / "crd").glob("ome.io_*.yaml")):
         for doc in _load("crd", crd.name):
             doc["metadata"]["annotations"][KEEP[0]] = KEEP[1]

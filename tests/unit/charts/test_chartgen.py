@@ -2,7 +2,8 @@
 
 (1) charts/ is what `python -m ome.cmd.chartgen` writes from today's config/ (no drift); (2) rendered with
 their default values the charts give exactly config/default's objects (less its Namespace, which Helm's
---create-namespace makes) plus the benchmarkjob-config ConfigMap; with `webhook.certManager.enabled` those
+--create-namespace makes, and with the chart's lifecycle additions of config/chart/lifecycle.yaml) plus the
+benchmarkjob-config ConfigMap; with `webhook.certManager.enabled` those
 of config/certmanager; with `modelAgent.enabled` also config/modelagent's. The e2e test renders with the
 real `helm template` and installs.
 """
@@ -53,7 +54,9 @@ def test_defaults_render_config_default() -> None:
 def test_every_value_is_a_template_and_the_whole_config_is_values() -> None:
     values = yaml.safe_load((chartgen.CHARTS / "ome-resources" / "values.yaml").read_text())
     config = yaml.safe_load((chartgen.CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
-    assert values["ome"]["inferenceserviceConfig"] == config["data"]
+    assert values["ome"]["inferenceserviceConfig"] == chartgen.chart_config_data(config["data"])
+    chart_only = json.loads(values["ome"]["inferenceserviceConfig"]["lifecycle"])
+    assert chart_only == {**json.loads(config["data"]["lifecycle"]), **chartgen.chart_lifecycle()}
     manager = (chartgen.CHARTS / "ome-resources" / "templates" / "manager.yaml").read_text()
     for path in (".Values.ome.controller.image", ".Values.ome.controller.replicaCount",
                  ".Values.ome.controller.leaderElection.leaseDuration", ".Values.ome.controller.kubeApiQps",
@@ -98,3 +101,21 @@ def test_benchmark_config_is_what_the_controller_reads() -> None:
     cm = by_key(chartgen.render_defaults())[("ConfigMap", "ome", "benchmarkjob-config")]
     assert builder.pod_config(cm["data"]) == builder.PodConfig()
     assert json.loads(cm["data"]["benchmarkjob"])["podConfig"]["image"] == builder.DEFAULT_IMAGE
+
+
+def test_the_chart_sets_the_documented_migration_settings_and_config_does_not() -> None:
+    """migration-and-transient-scale.md §Deadline and caps, the Chart and Kustomize manifests columns:
+    `stuckPodGracePeriod` 60s, `audit.maxMigrationsPerWindow` 10, `audit.window` 1h, `audit.maxInFlightMigrations`
+    3 and `autoMigrate.maxAttempts` 3 with the chart; "Not set" in config/, where a request waits
+    (MigrationPolicyUnconfigured)."""
+    from ome.config import inferenceservice_config as cfg
+
+    cm = by_key(chartgen.render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
+    chart = cfg.parse(cm["data"]).lifecycle
+    assert chart.migration_caps() == (10, 3600.0, 3)
+    assert chart.auto_migrate_attempts() == 3 and chart.stuck_pod_grace_period == "60s"
+    assert chart.instance_ready_timeout == "30m"
+    kustomize = yaml.safe_load((chartgen.CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
+    plain = cfg.parse(kustomize["data"]).lifecycle
+    assert plain.migration_caps() is None and plain.auto_migrate_attempts() is None
+    assert plain.stuck_pod_grace_period is None and plain.instance_ready_timeout == "30m"
