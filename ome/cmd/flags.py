@@ -62,10 +62,42 @@ def _go_zero(default: Any) -> bool:
     return default == "" or (isinstance(default, int | float) and default == 0)
 
 
+class GoArgumentParser(argparse.ArgumentParser):
+    """Errors in the words of Go's flag package, which the docs' troubleshooting greps for:
+    `flag provided but not defined: -name`, `invalid value "v" for flag -name: parse error` and
+    `invalid boolean value "v" for -name: parse error`; the line comes first, then the usage (exit 2)."""
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as exc:
+            name = _flag_name(action)
+            if name is None:
+                raise
+            if isinstance(action, BoolFlag):
+                message = f'invalid boolean value "{arg_string}" for -{name}: parse error'
+            else:
+                message = f'invalid value "{arg_string}" for flag -{name}: parse error'
+            raise argparse.ArgumentError(None, message) from exc
+
+    def error(self, message: str) -> Any:
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):
+            first = message[len(prefix):].split()[0]
+            if first.startswith("-") and first != "-":
+                message = f"flag provided but not defined: -{first.lstrip('-').split('=', 1)[0]}"
+        self.exit(2, f"{message}\n{self.format_usage()}")
+
+
+def _flag_name(action: argparse.Action) -> str | None:
+    longs = [o for o in action.option_strings if o.startswith("--")] or list(action.option_strings)
+    return longs[0].lstrip("-") if longs else None
+
+
 def parser(prog: str, description: str | None = None) -> argparse.ArgumentParser:
-    """An ArgumentParser with Go-style help and no prefix abbreviations (Go has none)."""
-    return argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter,
-                                   allow_abbrev=False)
+    """An ArgumentParser with Go-style help and errors and no prefix abbreviations (Go has none)."""
+    return GoArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter,
+                            allow_abbrev=False)
 
 
 def parse_args(p: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -127,7 +127,7 @@ def test_a_separate_value_is_not_taken(capsys: pytest.CaptureFixture[str]) -> No
 def test_a_bad_value_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         manager.parse_args(["--leader-elect=maybe"])
-    assert "argument --leader-elect: invalid boolean value 'maybe'" in capsys.readouterr().err
+    assert 'invalid boolean value "maybe" for -leader-elect: parse error' in capsys.readouterr().err
 
 
 def test_bare_flag_before_another_flag_stays_true() -> None:
