@@ -149,7 +149,7 @@ async def resource_quota(h: Harness) -> str:
         q = await c.get(RESOURCE_QUOTAS, QUOTA, ns)
         return bool((q.get("status") or {}).get("used"))
 
-    await _until(counted, 30)
+    await until(counted, 30)
     # Every service changes image now and loses one pod: every create must wait for the quota.
     await h.bump_images([s for s in h.services if s.tag == min(x.tag for x in h.services)] or None)
     victims = [p for p in pods if (p["metadata"].get("labels") or {}).get("component") == "engine"]
@@ -162,7 +162,7 @@ async def resource_quota(h: Harness) -> str:
         return [w for w in h.fleet.audit.refresh() if w.resource == "pods" and w.verb == "create"
                 and w.code == 403 and w.namespace == ns]
 
-    await _until(lambda: _true(len(rejected()) >= 1), 30)
+    await until(lambda: _true(len(rejected()) >= 1), 30)
     await asyncio.sleep(max(0.0, 5 - (time.monotonic() - started)))
     await c.patch(RESOURCE_QUOTAS, QUOTA, {"spec": {"hard": {"pods": "1000"}}}, ns)
     n = len(rejected())
@@ -250,10 +250,25 @@ async def webhook_down(h: Harness) -> str:
         await asyncio.sleep(6.0)
     finally:
         for res, obj in saved:
-            current = await c.get(res, registry.CONFIGURATION_NAME)
-            obj["metadata"] = current["metadata"]
-            await c.update(res, obj)
+            await _restore(h, res, obj, dead)
     return f"webhook endpoint refused for 7s (failurePolicy Fail: a create answered {denied or 'admitted'})"
+
+
+async def _restore(h: Harness, res: resources.Resource, saved: Obj, dead: int) -> None:
+    """Puts back the URLs pointing at the dead port (a manager may have re-registered meanwhile: its own
+    URLs stay); retried on conflicts, so no later test meets a webhook that refuses every write."""
+    urls = {hook["name"]: hook["clientConfig"]["url"] for hook in saved["webhooks"]}
+    for _ in range(20):
+        current = await h.client.get(res, registry.CONFIGURATION_NAME)
+        for hook in current.get("webhooks") or []:
+            if f":{dead}/" in hook["clientConfig"].get("url", "") and hook["name"] in urls:
+                hook["clientConfig"]["url"] = urls[hook["name"]]
+        try:
+            await h.client.update(res, current)
+            return
+        except errors.Conflict:
+            await asyncio.sleep(0.2)
+    raise AssertionError(f"could not restore {res.kind} {registry.CONFIGURATION_NAME}")
 
 
 async def node_deleted(h: Harness) -> str:
@@ -282,7 +297,7 @@ async def _true(value: bool) -> bool:
     return value
 
 
-async def _until(check: Callable[[], Awaitable[bool]], timeout: float) -> None:
+async def until(check: Callable[[], Awaitable[bool]], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(errors.ApiError):
@@ -302,4 +317,4 @@ FAULTS: Final = (
     Fault("webhook-down", webhook_down),
     Fault("node-deleted", node_deleted),
 )
-__all__ = ["FAULTS", "GANG", "RAW", "SINGLE", "Fault", "Row", "run"]
+__all__ = ["FAULTS", "GANG", "RAW", "SINGLE", "Fault", "Row", "run", "until"]
