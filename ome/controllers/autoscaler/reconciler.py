@@ -39,6 +39,7 @@ from ome.controllers.inferenceservice import converge, runtime_pinning
 from ome.framework import errors
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
+from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import autoscaler_policy, autoscaling, modes, naming
@@ -264,8 +265,10 @@ class AutoscalerReconciler:
         kinds: list[Resource] = [resources.HPAS, resources.PDBS]
         if self._features.keda_served:
             kinds.append(scalers.SCALED_OBJECTS)
+        owned = (OWNER_INDEX, str(isvc["metadata"].get("uid") or ""))  # not a scan of the namespace
         for res in kinds:
-            for child in self._reader.list(res, isvc["metadata"]["namespace"], label_selector=selector):
+            for child in self._reader.list(res, isvc["metadata"]["namespace"], label_selector=selector,
+                                           index=owned):
                 component = (child["metadata"].get("labels") or {}).get(naming.COMPONENT_LABEL)
                 if component not in declared and _controlled_by(child, isvc):
                     await self._delete(res, child)
