@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import structlog
 
+from ome.api.resources import ROLLOUT_POLICIES
 from ome.config import inferenceservice_config as isvc_config
 from ome.config.config_source import ConfigSource
 from ome.config.durations import parse_duration
@@ -22,6 +23,7 @@ from ome.controllers.instancerollout import setup as instancerollout
 from ome.controllers.migration import setup as migration
 from ome.controllers.migration.reconciler import MigrationSettings
 from ome.controllers.modelmetadata import setup as modelmetadata
+from ome.controllers.rolloutcanary import setup as rolloutcanary
 from ome.controllers.rolloutcoordination import setup as rolloutcoordination
 from ome.controllers.runtimeinheritance import setup as runtimeinheritance
 from ome.framework import resources
@@ -59,6 +61,8 @@ class Settings:
         self.config_namespace = config_namespace
         # KEDA's CRDs and the AutoscalerPolicy feature, looked for once at startup (load_settings).
         self.autoscaler = AutoscalerFeatures(keda_served=False, policy_enabled=False)
+        # The RolloutPolicy CRD (alpha, installed when `ome.rolloutPolicy.enabled`), looked for at startup.
+        self.rollout_policy_served = False
         # Like controller-runtime's scheme registration: a PodMonitor CRD installed later needs a restart.
         self.pod_monitor_served = pod_monitor_served
         # HTTPRoute and backend-policy CRDs served at start, and the traffic translator they select.
@@ -80,6 +84,7 @@ class Settings:
             retry_max_delay=parse_duration(retry.max_delay) or 1800.0,
             pod_monitor_served=self.pod_monitor_served,
             migration_audit_configured=life.migration_caps() is not None,
+            scale_up_pod_batch_size=life.scale_up_pod_batch_size,
         )
 
     def migration_settings(self) -> MigrationSettings:
@@ -115,6 +120,7 @@ class Settings:
             stuck_grace=parse_duration(life.stuck_pod_grace_period) if life.stuck_pod_grace_period else None,
             columnar=self.config.omenative_status.status_encoding == "ColumnarV2",
             max_decoded_instances=self.config.omenative_status.max_decoded_instances,
+            ratio_tolerance=self.config.coordination.default_ratio_tolerance_percent,
             max_concurrent_reconciles=self.inferencereplica_workers)
 
 
@@ -134,6 +140,7 @@ async def load_settings(client: Client, namespace: str) -> Settings:
     settings = Settings(config, lws_served=lws, config_namespace=namespace, pod_monitor_served=pod_monitors)
     settings.routing = await routing.detect(client)
     settings.autoscaler = await autoscaler.detect(client, config)
+    settings.rollout_policy_served = await client.is_served(ROLLOUT_POLICIES)
     if not settings.autoscaler.keda_served:
         log.info("won't watch keda.sh/v1alpha1/ScaledObject resources: the CRD is not served")
     log.info("autoscaling", keda_served=settings.autoscaler.keda_served,
@@ -167,6 +174,9 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
         rolloutcoordination.add_to_manager(manager, defaults=rollout.defaults,
                                            ratio_tolerance=rollout.ratio_tolerance,
                                            max_concurrent_reconciles=settings.inferenceservice_workers)
+        rolloutcanary.add_to_manager(manager, lambda: source.config,
+                                     policy_enabled=settings.rollout_policy_served,
+                                     max_concurrent_reconciles=settings.inferenceservice_workers)
         migration.add_to_manager(manager, settings.migration_settings())
     from ome.controllers import nodeagent  # noqa: PLC0415 - optional until the package lands
 

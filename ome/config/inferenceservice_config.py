@@ -23,6 +23,8 @@ from typing import Any, Final, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ome.config.canary_config import CanaryAnalysisConfig, RolloutConfig
+from ome.config.coordination_config import CoordinationConfig
 from ome.config.durations import is_duration, parse_duration
 from ome.config.migration_lifecycle import AuditConfig, AutoMigrateConfig, ForceDeleteConfig
 from ome.config.ome_agent import OmeAgentConfig
@@ -251,8 +253,8 @@ class TeardownConfig(_Section):
 
 # Documented lifecycle keys this controller validates but does not act on yet; the manager names each one
 # that is set in a startup warning, so none is ignored silently.
-LIFECYCLE_NOT_ACTED_ON: Final = ("gangScheduleTimeout", "scaleUpPodBatchSize", "scaleDownPodBatchSize",
-                                 "scaleDownRequeueInterval")
+# scaleUpPodBatchSize is acted on (ome/omenative/pod_batching.py); these are validated and named in a warning.
+LIFECYCLE_NOT_ACTED_ON: Final = ("gangScheduleTimeout", "scaleDownPodBatchSize", "scaleDownRequeueInterval")
 
 
 class LifecycleConfig(_Section):
@@ -491,7 +493,13 @@ class InferenceServiceConfig(_Section):
     """Top-level bindings; when present they win over autoscalerPolicy.metricProviders."""
     model_init: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="modelInit")
     fine_tuned_adapter: FineTunedAdapterConfig | None = Field(default=None, alias="fineTunedAdapter")
+    coordination: CoordinationConfig = Field(default_factory=CoordinationConfig)
+    """Rollout groups: the default maintainRatio tolerance (`ome/config/coordination_config.py`)."""
     cluster_domain: str = Field(default="cluster.local", alias="clusterDomain")
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    canary_analysis: CanaryAnalysisConfig = Field(
+        default_factory=CanaryAnalysisConfig, alias="canaryAnalysis"
+    )
     ome_agent: OmeAgentConfig = Field(default_factory=OmeAgentConfig, alias="omeAgent")
     """The ome-agent image and the pvc:// metadata Job's settings (`ome/config/ome_agent.py`)."""
     serving_sidecar: ServingSidecarConfig | None = Field(default=None, alias="servingSidecar")
@@ -511,6 +519,9 @@ _JSON_KEYS: Final = (
     "metricProviders",
     "modelInit",
     "fineTunedAdapter",
+    "coordination",
+    "rollout",
+    "canaryAnalysis",
     "omeAgent",
     "servingSidecar",
     "metricsAggregator",

@@ -5,8 +5,9 @@ The step machine itself (`canary_plan`) runs only in the canary controller, whic
 `status.components.<primary>.canary`; this function never advances anything, so the Instance rollout
 and the coordination controller may call it as often as they like:
 
-    no canary for the member's new revision yet   hold at what is on it now (gate `Canary`)
+    no canary for the member's new revision yet   hold at what is on it now (gate `Plan`)
     a step in progress (or Failed)                the step's capacity of the member's desired replicas
+                                                  (gate `Budget`)
     RollingBack / RolledBack (revision held)      no cap: the Instance rollout moves Instances back to
                                                   the stable revision (`revert_revision`)
     completed, or no rollout in flight            no cap
@@ -18,9 +19,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ome.omenative import canary_plan
-from ome.omenative.coordination_types import GroupContext, GroupDecision, Limit, Member
+from ome.omenative.coordination_types import (
+    GATE_BUDGET,
+    GATE_PLAN,
+    GroupContext,
+    GroupDecision,
+    Limit,
+    Member,
+)
 
-GATE_CANARY: Final = "Canary"
 WAITING: Final = "waiting for the canary controller to start a canary toward"
 
 
@@ -62,7 +69,7 @@ def progression(ctx: GroupContext) -> GroupDecision:
         if lead.current and lead.current != lead.target:
             reason = f"{WAITING} {lead.target}"
             for c, m in ctx.members.items():
-                decision.limits[c] = Limit(total=m.on_target, gate=GATE_CANARY, reason=reason)
+                decision.limits[c] = Limit(total=m.on_target, gate=GATE_PLAN, reason=reason)
         return decision
     index = int(canary.get("currentStep") or 0)
     if index >= len(steps) or not steps:
@@ -75,4 +82,4 @@ def progression(ctx: GroupContext) -> GroupDecision:
 def _limit(step: Mapping[str, Any], member: Member, index: int) -> Limit:
     count = canary_plan.capacity_count(step.get("capacity"), member.desired)
     reason = f"canary step {index} holds {count} on the new revision"
-    return Limit(total=count, gate=GATE_CANARY, reason=reason)
+    return Limit(total=count, gate=GATE_BUDGET, reason=reason)

@@ -409,7 +409,8 @@ def clamp(canary: Mapping[str, Any], old_steps: list[Obj] | None, new_steps: lis
 def set_condition(
     conditions: Sequence[Mapping[str, Any]], type_: str, status: str, reason: str, message: str, now: datetime
 ) -> list[Obj]:
-    """Replace one condition; its transition time moves only when something in it changes."""
+    """Replace one condition (the list sorted by type, as the InferenceService controller writes it); its
+    transition time moves only when something in it changes."""
     out = [dict(c) for c in conditions if c.get("type") != type_]
     previous = next((c for c in conditions if c.get("type") == type_), None)
     same = previous is not None and (
@@ -426,7 +427,7 @@ def set_condition(
     if message:
         cond["message"] = message
     out.append(cond)
-    return out
+    return sorted(out, key=lambda c: str(c.get("type")))
 
 
 def condition_changed(conditions: Sequence[Mapping[str, Any]], type_: str, status: str, reason: str) -> bool:

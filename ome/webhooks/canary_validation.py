@@ -256,3 +256,31 @@ def policy_body_error(spec: Obj) -> str | None:
                 f'as "25%", not a count, so it fits any InferenceService ({POLICY_INVALID})'
             )
     return canary_plan_error("spec.canary", canary)
+
+
+def policy_update_error(spec: Obj, old_spec: Obj | None, consumers: int) -> str | None:
+    """A create or update of a RolloutPolicy: the body rules; a policy in use keeps its kind."""
+    if (error := policy_body_error(spec)) is not None:
+        return error
+    if old_spec is not None and consumers:
+        kind, was = _policy_kind(spec), _policy_kind(old_spec)
+        if kind != was:
+            return (
+                f"spec: a RolloutPolicy referenced by {consumers} rollout group(s) cannot change its "
+                f"progression from {was} to {kind}; create a new policy and move the references to it "
+                f"({POLICY_INVALID})"
+            )
+    return None
+
+
+def policy_update_warnings(old_spec: Obj | None, spec: Obj, consumers: int) -> list[str]:
+    if old_spec is None or not consumers or old_spec == spec:
+        return []
+    return [
+        f"this RolloutPolicy is referenced by {consumers} rollout group(s); the edit applies to their next "
+        "rollout — a rollout in progress keeps its pinned plan until it is repinned (ome.io/rollout-repin)"
+    ]
+
+
+def _policy_kind(spec: Obj) -> str | None:
+    return next((k for k in ("canary", "blueGreen", "rollingUpdate") if spec.get(k) is not None), None)

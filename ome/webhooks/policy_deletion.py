@@ -46,6 +46,8 @@ def validate_autoscaler_policy(request: AdmissionRequest, reader: runtimes.Reade
 
 
 def validate_rollout_policy(request: AdmissionRequest, reader: runtimes.Reader) -> Outcome:
+    if request.operation != DELETE:
+        return _rollout_policy_body(request, reader)
     if not _guarded(request):
         return Outcome()
     services = [
@@ -84,3 +86,21 @@ def _live_services(reader: runtimes.Reader, namespace: str) -> list[Obj]:
 def _names(ref: Any, name: str, kind: str) -> bool:
     ref = as_dict(ref)
     return text(ref.get("name")) == name and ref.get("kind") in (None, "", kind)
+
+
+def _rollout_policy_body(request: AdmissionRequest, reader: runtimes.Reader) -> Outcome:
+    """Create and update: the body rules (canary_validation), a warning when a policy in use changes."""
+    from ome.webhooks import canary_validation  # noqa: PLC0415 - it imports the rollout admission rules
+
+    consumers = sum(
+        1
+        for isvc in _live_services(reader, request.namespace)
+        for group in as_list(dig(isvc, "spec", "rollout", "groups"))
+        if _names(as_dict(group).get("policyRef"), request.name, ROLLOUT_POLICY)
+    )
+    spec = as_dict(request.obj.get("spec"))
+    old = as_dict(request.old.get("spec")) if request.old is not None else None
+    if (error := canary_validation.policy_update_error(spec, old, consumers)) is not None:
+        return Outcome.deny(error)
+    return Outcome(warnings=canary_validation.policy_update_warnings(old, spec, consumers))
+

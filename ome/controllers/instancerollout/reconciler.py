@@ -30,13 +30,15 @@ import structlog
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.durations import parse_duration
+from ome.controllers.rolloutcanary import hold as canary_hold
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.controllers.serving_gate import set_serving_gate
 from ome.framework import errors
-from ome.framework.cache import SharedCache
+from ome.framework.cache import NoInformerError, SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
+from ome.framework.resources import NODES
 from ome.framework.store import OWNER_INDEX
 from ome.omenative import (
     coordination_enforce,
@@ -81,6 +83,8 @@ class InstanceRolloutReconciler:
         self._now = now or (lambda: datetime.now(UTC).replace(microsecond=0))
         self._recent: dict[tuple[str, str, str], float] = {}
         self._rejected: dict[tuple[str, str], dict[int, str]] = {}
+        self._quota: dict[tuple[str, str], set[int]] = {}
+        """Instances whose last pod create a ResourceQuota refused, by replica (`waiting: QuotaExceeded`)."""
         self.writes = 0
         """API writes made, for tests and benchmarks (a no-op reconcile adds none)."""
 
@@ -88,12 +92,14 @@ class InstanceRolloutReconciler:
         replica = self._cache.get_or_none(INFERENCE_REPLICAS, req.name, req.namespace)
         if replica is None or teardown.deleting(replica):
             self._rejected.pop((req.namespace, req.name), None)
+            self._quota.pop((req.namespace, req.name), None)
             return Result()
         prev = replica.get("status") or {}
         update = prev.get("updateRevision")
         known = self._revisions(replica)
         if not update or names.hash_of_revision(update) not in known:
             return Result()  # the InferenceReplica controller records the revision first
+        update = canary_hold.revert_revision(self._cache, replica, known) or update  # a rolled-back canary
         raw = self._owned(PODS, replica)
         self._forget_observed(raw)
         pod_index = {p["metadata"]["name"]: v.index for p in raw if (v := rollout_pod(p)) is not None}
@@ -176,7 +182,11 @@ class InstanceRolloutReconciler:
         strategy = rollout_budget.effective(
             lifecycle, self._settings.defaults.get(spec["component"]), spec.get("pacing") or {}
         )
-        pods = [p for one in raw if (p := rollout_pod(one)) is not None]
+        pods = [p for one in raw if (p := rollout_pod(one, self._node_of(one))) is not None]
+        rows = status.rows_of(prev)
+        moving = {int(r["index"]) for r in rows if rollout_types.moving(r)}
+        quota = self._quota.setdefault((meta["namespace"], meta["name"]), set())
+        quota &= moving  # a refusal matters while its Instance still moves
         own = parse_duration(lifecycle.get("instanceReadyTimeout"))  # "0s" counts as unset
         return rollout_types.Inputs(
             namespace=meta["namespace"],
@@ -186,7 +196,7 @@ class InstanceRolloutReconciler:
             desired=desired_replicas(replica),
             update_revision=update,
             revisions=known,
-            rows=status.rows_of(prev),
+            rows=rows,
             pods=pods,
             strategy=strategy,
             retry_blocks=list(prev.get("retryBlocks") or []),
@@ -201,7 +211,16 @@ class InstanceRolloutReconciler:
             annotations=meta.get("annotations") or {},
             previous_hold=prev.get("rolloutHold"),
             rejected=self._rejected.get((meta["namespace"], meta["name"]), {}),
+            quota_refused=frozenset(quota),
         )
+
+    def _node_of(self, pod: Obj) -> Obj | None:
+        name = (pod.get("spec") or {}).get("nodeName")
+        if not name:
+            return None
+        with contextlib.suppress(NoInformerError):  # a manager without the node informer: never Unknown
+            return self._cache.get_or_none(NODES, name)
+        return None
 
     def _coordinate(
         self, replica: Obj, inp: rollout_types.Inputs
@@ -358,8 +377,15 @@ class InstanceRolloutReconciler:
         try:
             await self._client.create(PODS, body, meta["namespace"])
             self.writes += 1
+            self._quota.get((meta["namespace"], meta["name"]), set()).discard(index)
         except errors.AlreadyExists:
             pass
+        except errors.Forbidden as exc:
+            if "exceeded quota" in exc.message:
+                # The operation waits (QuotaExceeded, its clock stopped); the work queue's retry of this
+                # error tries the create again.
+                self._quota.setdefault((meta["namespace"], meta["name"]), set()).add(index)
+            raise
         except errors.Invalid:
             # The API server rejected the pod as invalid: the revision's own fault (InvalidPodSpec).
             self._rejected.setdefault((meta["namespace"], meta["name"]), {})[index] = "InvalidPodSpec"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS
+from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, OME_GROUP, PODS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
+from ome.controllers.rolloutcanary import hold as canary_hold
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder
 from ome.framework.manager import Manager
+from ome.framework.resources import NODES
 from ome.framework.reconcile import Request
 from ome.omenative import instance_names as names
 from ome.omenative.rollout_settings import RolloutSettings
@@ -22,6 +24,7 @@ def add_to_manager(manager: Manager, settings: RolloutSettings) -> Controller:
     replicas = cache.informer_for(INFERENCE_REPLICAS)
     pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
+    cache.informer_for(NODES)  # operation.waiting NodeUnknown: a pod to replace on a node gone silent
     recorder = EventRecorder(manager.client, settings.event_component)
     reconciler = InstanceRolloutReconciler(manager.client, cache, settings, recorder=recorder)
     controller = (
@@ -35,6 +38,8 @@ def add_to_manager(manager: Manager, settings: RolloutSettings) -> Controller:
         .watches(replicas, lambda obj: [
             Request(obj["metadata"]["namespace"], name) for name in coordination.siblings(cache, obj)
         ])
+        # A canary's step, rollback or hold is written on the InferenceService (rolloutcanary).
+        .watches(cache.informer_for(INFERENCE_SERVICES), canary_hold.replica_requests)
     )
     manager.add_controller(controller)
     return controller

@@ -1,0 +1,1 @@
+"""Rollout runs and canaries: pinned plans, canary step machines, Prometheus analysis."""

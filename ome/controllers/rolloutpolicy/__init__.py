@@ -1,0 +1,1 @@
+"""RolloutPolicy status (alpha; only when the RolloutPolicy CRD is served at startup)."""
