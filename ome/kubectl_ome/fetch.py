@@ -118,7 +118,16 @@ async def read_runtime(client: Client, isvc: Mapping[str, Any]) -> RuntimeRead:
     namespace = str(meta.get("namespace") or "")
     ref = spec.get("runtime") or {}
     if ref.get("name"):
-        kinds = [str(ref.get("kind") or "ClusterServingRuntime")]
+        # As `runtime tree` documents the lookup: a ClusterServingRuntime (the CRD's default kind) is
+        # looked for first, then a ServingRuntime of the service's namespace; no kind looks locally first.
+        declared = ref.get("kind")
+        kinds = (
+            ["ServingRuntime"]
+            if declared == "ServingRuntime"
+            else ["ClusterServingRuntime", "ServingRuntime"]
+            if declared == "ClusterServingRuntime"
+            else ["ServingRuntime", "ClusterServingRuntime"]
+        )
         name, selection = str(ref["name"]), "Explicit"
     elif (reported := runtime_name_reported(isvc)) is not None:
         kinds, name, selection = ["ServingRuntime", "ClusterServingRuntime"], reported, "Reported"
@@ -143,7 +152,7 @@ async def read_runtime(client: Client, isvc: Mapping[str, Any]) -> RuntimeRead:
         return RuntimeRead(
             runtime_ref(kind, name, namespace), obj, "Disabled" if disabled else None, selection
         )
-    return RuntimeRead(runtime_ref(kinds[-1], name, namespace), None, reason, selection)
+    return RuntimeRead(runtime_ref(kinds[0], name, namespace), None, reason, selection)
 
 
 def _event_time(event: Mapping[str, Any]) -> str:

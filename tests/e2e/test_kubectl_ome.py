@@ -189,8 +189,9 @@ async def test_status_and_runtime_effective(client: Client, namespace: str, kube
 
     rc, out, err = await kubectl_ome(kubeconfig, "runtime", "effective", "chat", "-n", namespace)
     assert (rc, err) == (0, "")
-    assert f"Live      RUNTIME     SR/{namespace}/vllm\n" in out
-    assert "Live      ENGINE      OMENative (ComponentAnnotation)\n" in out
+    assert f"Live      RUNTIME         SR/{namespace}/vllm\n" in out
+    assert "Live      ENGINE          OMENative (ComponentAnnotation)\n" in out
+    assert "Service   PIN             AutoSync/NotApplicable\n" in out
 
 
 async def test_missing_service_is_a_one_line_error(namespace: str, kubeconfig: Path) -> None:
