@@ -84,7 +84,6 @@ class Settings:
             retry_max_delay=parse_duration(retry.max_delay) or 1800.0,
             pod_monitor_served=self.pod_monitor_served,
             migration_audit_configured=life.migration_caps() is not None,
-            scale_up_pod_batch_size=life.scale_up_pod_batch_size,
         )
 
     def migration_settings(self) -> MigrationSettings:
@@ -120,7 +119,6 @@ class Settings:
             stuck_grace=parse_duration(life.stuck_pod_grace_period) if life.stuck_pod_grace_period else None,
             columnar=self.config.omenative_status.status_encoding == "ColumnarV2",
             max_decoded_instances=self.config.omenative_status.max_decoded_instances,
-            ratio_tolerance=self.config.coordination.default_ratio_tolerance_percent,
             max_concurrent_reconciles=self.inferencereplica_workers)
 
 

@@ -34,11 +34,10 @@ from ome.controllers.rolloutcanary import hold as canary_hold
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.controllers.serving_gate import set_serving_gate
 from ome.framework import errors
-from ome.framework.cache import NoInformerError, SharedCache
+from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
-from ome.framework.resources import NODES
 from ome.framework.store import OWNER_INDEX
 from ome.omenative import (
     coordination_enforce,
@@ -83,8 +82,6 @@ class InstanceRolloutReconciler:
         self._now = now or (lambda: datetime.now(UTC).replace(microsecond=0))
         self._recent: dict[tuple[str, str, str], float] = {}
         self._rejected: dict[tuple[str, str], dict[int, str]] = {}
-        self._quota: dict[tuple[str, str], set[int]] = {}
-        """Instances whose last pod create a ResourceQuota refused, by replica (`waiting: QuotaExceeded`)."""
         self.writes = 0
         """API writes made, for tests and benchmarks (a no-op reconcile adds none)."""
 
@@ -92,7 +89,6 @@ class InstanceRolloutReconciler:
         replica = self._cache.get_or_none(INFERENCE_REPLICAS, req.name, req.namespace)
         if replica is None or teardown.deleting(replica):
             self._rejected.pop((req.namespace, req.name), None)
-            self._quota.pop((req.namespace, req.name), None)
             return Result()
         prev = replica.get("status") or {}
         update = prev.get("updateRevision")
@@ -182,11 +178,7 @@ class InstanceRolloutReconciler:
         strategy = rollout_budget.effective(
             lifecycle, self._settings.defaults.get(spec["component"]), spec.get("pacing") or {}
         )
-        pods = [p for one in raw if (p := rollout_pod(one, self._node_of(one))) is not None]
-        rows = status.rows_of(prev)
-        moving = {int(r["index"]) for r in rows if rollout_types.moving(r)}
-        quota = self._quota.setdefault((meta["namespace"], meta["name"]), set())
-        quota &= moving  # a refusal matters while its Instance still moves
+        pods = [p for one in raw if (p := rollout_pod(one)) is not None]
         own = parse_duration(lifecycle.get("instanceReadyTimeout"))  # "0s" counts as unset
         return rollout_types.Inputs(
             namespace=meta["namespace"],
@@ -196,7 +188,7 @@ class InstanceRolloutReconciler:
             desired=desired_replicas(replica),
             update_revision=update,
             revisions=known,
-            rows=rows,
+            rows=status.rows_of(prev),
             pods=pods,
             strategy=strategy,
             retry_blocks=list(prev.get("retryBlocks") or []),
@@ -211,16 +203,7 @@ class InstanceRolloutReconciler:
             annotations=meta.get("annotations") or {},
             previous_hold=prev.get("rolloutHold"),
             rejected=self._rejected.get((meta["namespace"], meta["name"]), {}),
-            quota_refused=frozenset(quota),
         )
-
-    def _node_of(self, pod: Obj) -> Obj | None:
-        name = (pod.get("spec") or {}).get("nodeName")
-        if not name:
-            return None
-        with contextlib.suppress(NoInformerError):  # a manager without the node informer: never Unknown
-            return self._cache.get_or_none(NODES, name)
-        return None
 
     def _coordinate(
         self, replica: Obj, inp: rollout_types.Inputs
@@ -377,15 +360,8 @@ class InstanceRolloutReconciler:
         try:
             await self._client.create(PODS, body, meta["namespace"])
             self.writes += 1
-            self._quota.get((meta["namespace"], meta["name"]), set()).discard(index)
         except errors.AlreadyExists:
             pass
-        except errors.Forbidden as exc:
-            if "exceeded quota" in exc.message:
-                # The operation waits (QuotaExceeded, its clock stopped); the work queue's retry of this
-                # error tries the create again.
-                self._quota.setdefault((meta["namespace"], meta["name"]), set()).add(index)
-            raise
         except errors.Invalid:
             # The API server rejected the pod as invalid: the revision's own fault (InvalidPodSpec).
             self._rejected.setdefault((meta["namespace"], meta["name"]), {})[index] = "InvalidPodSpec"
