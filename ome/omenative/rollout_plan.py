@@ -29,7 +29,7 @@ service against maxUnavailable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -44,8 +44,11 @@ from ome.omenative.revisions import RevisionData
 from ome.omenative.rollout_pods import RolloutPod
 from ome.omenative.rollout_types import (
     DRAIN,
+    HOLDS,
     IN_PLACE,
+    NODE_UNKNOWN,
     PAUSED,
+    QUOTA_EXCEEDED,
     SURGE,
     SURGE_DRAIN,
     UNSCHEDULABLE,
@@ -384,14 +387,27 @@ def _clock(inp: Inputs, row: Row, op: Row) -> Row:
     return row
 
 
-def held_clock(inp: Inputs, row: Row, current: list[RolloutPod]) -> Row:
-    """While the scheduler cannot place an attempt's pod the operation waits (`Unschedulable`) and its
-    clock stops; once placed, the deadline restarts in full. unschedulableGracePeriod still applies."""
+def held_clock(
+    inp: Inputs, row: Row, current: Sequence[RolloutPod], replacing: Sequence[RolloutPod] = ()
+) -> Row:
+    """While the cluster holds an attempt the operation waits and its clock stops: a ResourceQuota
+    refused its pods (`QuotaExceeded`), the scheduler cannot place one (`Unschedulable`), or a pod it
+    must replace is on a node that stopped reporting (`NodeUnknown`). Once the hold ends the deadline
+    restarts in full. unschedulableGracePeriod still applies; a pause (`Paused`) is `_clock`'s."""
     op = dict(row.get("operation") or {})
-    stuck = any(p.unschedulable_since is not None for p in current)
-    if stuck and op.get("waiting") is None:
-        return {**row, "operation": {**op, "waiting": UNSCHEDULABLE}}
-    if not stuck and op.get("waiting") == UNSCHEDULABLE:
+    hold = None
+    if int(row["index"]) in inp.quota_refused:
+        hold = QUOTA_EXCEEDED
+    elif any(p.unschedulable_since is not None for p in current):
+        hold = UNSCHEDULABLE
+    elif any(p.node_unknown for p in replacing):
+        hold = NODE_UNKNOWN
+    waiting = op.get("waiting")
+    if waiting == PAUSED:
+        return row
+    if hold is not None and waiting != hold:
+        return {**row, "operation": {**op, "waiting": hold}}
+    if hold is None and waiting in HOLDS:
         op.pop("waiting")
         if inp.ready_timeout is not None:
             op["deadline"] = format_time(inp.now + timedelta(seconds=inp.ready_timeout))
@@ -422,7 +438,7 @@ def attempt_failure(inp: Inputs, row: Row, current: list[RolloutPod], out: Plan)
             out.wake((over - inp.now).total_seconds())
     op = row.get("operation") or {}
     deadline = parse_time(op.get("deadline"))
-    if deadline is not None and op.get("waiting") not in (PAUSED, UNSCHEDULABLE):
+    if deadline is not None and op.get("waiting") not in HOLDS:
         if inp.now >= deadline:
             name = min((p.name for p in current), default="")
             return {"podName": name, "reason": "DeadlineExceeded", "time": now}
@@ -537,6 +553,7 @@ def step_drain(
     incarnation (names repeat, so only once the old ones are gone)."""
     incarnation = int(row.get("incarnation") or 1)
     stale = [p for p in pods if p.view.incarnation != incarnation]
+    row = held_clock(inp, row, [], [p for p in stale if p.view.terminating or p.view.drained])
     for pod in stale:
         if pod.view.terminating:
             continue

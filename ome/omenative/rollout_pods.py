@@ -22,6 +22,9 @@ class RolloutPod:
     container: str | None
     unschedulable_since: datetime | None
     images: Mapping[str, str] = field(default_factory=dict)
+    node_unknown: bool = False
+    """Its node stopped reporting (Ready Unknown): a delete cannot finish until the node returns or the
+    pod is force-deleted."""
 
     @property
     def name(self) -> str:
@@ -36,7 +39,13 @@ class RolloutPod:
         return int(self.name.rsplit("-", 1)[-1])
 
 
-def rollout_pod(pod: Mapping[str, Any]) -> RolloutPod | None:
+def node_unknown(node: Mapping[str, Any] | None) -> bool:
+    """A node that stopped reporting: the node lifecycle controller set its Ready condition Unknown."""
+    conditions = ((node or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "Unknown" for c in conditions)
+
+
+def rollout_pod(pod: Mapping[str, Any], node: Mapping[str, Any] | None = None) -> RolloutPod | None:
     base = view(pod)
     if base is None:
         return None
@@ -61,4 +70,5 @@ def rollout_pod(pod: Mapping[str, Any]) -> RolloutPod | None:
         container=container,
         unschedulable_since=unschedulable,
         images={str(c.get("name")): str(c.get("image")) for c in containers},
+        node_unknown=node_unknown(node),
     )

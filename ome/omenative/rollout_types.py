@@ -19,6 +19,10 @@ Event = tuple[str, str, str]
 SURGE, SURGE_DRAIN, DRAIN, IN_PLACE = "Surge", "SurgeDrain", "Drain", "InPlace"
 PAUSED = "Paused"
 UNSCHEDULABLE = "Unschedulable"
+QUOTA_EXCEEDED = "QuotaExceeded"
+NODE_UNKNOWN = "NodeUnknown"
+HOLDS = (PAUSED, UNSCHEDULABLE, QUOTA_EXCEEDED, NODE_UNKNOWN)
+"""`operation.waiting` values: something outside the Instance holds the operation, and its clock stops."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,8 @@ class Inputs:
     """stuckPodGracePeriod: seconds before a wedged pod of a Ready Instance restarts it (None: off)."""
     freeze: bool = False
     """pauseMode: Freeze: no repair starts either."""
+    quota_refused: frozenset[int] = frozenset()
+    """Instances whose pod creation a ResourceQuota refused on the last try (waiting QuotaExceeded)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
+from ome.framework.resources import NODES
 from ome.omenative import instance_names as names
 from ome.omenative.rollout_settings import RolloutSettings
 
@@ -23,6 +24,7 @@ def add_to_manager(manager: Manager, settings: RolloutSettings) -> Controller:
     replicas = cache.informer_for(INFERENCE_REPLICAS)
     pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
+    cache.informer_for(NODES)  # operation.waiting NodeUnknown: a pod to replace on a node gone silent
     recorder = EventRecorder(manager.client, settings.event_component)
     reconciler = InstanceRolloutReconciler(manager.client, cache, settings, recorder=recorder)
     controller = (
