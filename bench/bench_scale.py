@@ -17,8 +17,10 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import math
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -34,6 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import scale_phases as phases  # noqa: E402
+
 from ome.api import resources  # noqa: E402
 from ome.config.inferenceservice_config import InferenceServiceConfig  # noqa: E402
 from ome.controllers.inferenceservice.converge import resource_of  # noqa: E402
@@ -42,7 +46,7 @@ from ome.devcluster.crds import install_crds  # noqa: E402
 from ome.framework import errors  # noqa: E402
 from ome.framework.client import Client  # noqa: E402
 from ome.models import labels as model_labels  # noqa: E402
-from ome.resolution import components, objects, workload_metadata, workloads  # noqa: E402
+from ome.resolution import components, naming, objects, workload_metadata, workloads  # noqa: E402
 
 Obj = dict[str, Any]
 MANAGER_USER = "ome-bench-manager"
@@ -50,6 +54,9 @@ FLOOR_USER = "ome-bench-floor"
 CONFIG_NS = "ome-bench"
 MODEL, RUNTIME = "llama-bench", "vllm-bench"
 FAKE_UID = "00000000-0000-0000-0000-000000000000"
+IN_FLIGHT = 64
+"""Creates in flight at once, for the floor and the services alike (the client's pool holds 100)."""
+SECTIONS = ("floor", "manager", "idle", "churn", "memory", "coldstart", "standby")
 
 
 def model_body() -> Obj:
@@ -121,8 +128,24 @@ def _pod_ready(p: Obj) -> bool:
                for c in (p.get("status") or {}).get("conditions") or [])
 
 
-async def _create(client: Client, obj: Obj) -> None:
-    await client.create(resource_of(obj), obj, obj["metadata"]["namespace"])
+async def create_retrying(
+    client: Client, res: Any, obj: Obj, namespace: str, gate: asyncio.Semaphore
+) -> None:
+    """A create that a loaded apiserver answered late is sent again; an AlreadyExists then means done."""
+    async with gate:
+        for attempt in range(10):
+            try:
+                await client.create(res, obj, namespace)
+                return
+            except errors.AlreadyExists:
+                return
+            except (errors.ServerTimeout, errors.TransportError, errors.TooManyRequests, errors.ServerError):
+                await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
+        raise SystemExit(f"could not create {obj['metadata']['name']}")
+
+
+async def _create(client: Client, obj: Obj, gate: asyncio.Semaphore) -> None:
+    await create_retrying(client, resource_of(obj), obj, obj["metadata"]["namespace"], gate)
 
 
 async def raw_floor(client: Client, n: int, mode: str, namespace: str, model: Obj, runtime: Obj) -> Obj:
@@ -131,7 +154,8 @@ async def raw_floor(client: Client, n: int, mode: str, namespace: str, model: Ob
              if o["kind"] in ("Deployment", "Pod")}
     waiting: dict[int, int] = collections.Counter(owner.values())
     started = time.monotonic()
-    await asyncio.gather(*(_create(client, o) for objs in per_service for o in objs))
+    gate = asyncio.Semaphore(IN_FLIGHT)
+    await asyncio.gather(*(_create(client, o, gate) for objs in per_service for o in objs))
     done: dict[int, float] = {}
     seen: set[str] = set()
     res, ready = (resources.DEPLOYMENTS, _deployment_ready) if mode == "RawDeployment" else \
@@ -207,33 +231,100 @@ def _wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes], log: Pat
 
 
 @contextlib.contextmanager
-def manager_process(kubeconfig: Path, log: Path, extra: Iterable[str]) -> Any:
-    port = _free_port()
-    with log.open("wb") as out:
+def profiled(pid: int, out: Path | None) -> Any:
+    """py-spy (when installed: `pip install py-spy`) samples `pid` while the block runs; the collapsed
+    stacks go to `out`, the top functions by own time to stderr."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if out is None or not Path(spy).exists():
+        if out is not None:
+            print("py-spy not found: no profile", file=sys.stderr)
+        yield
+        return
+    proc = subprocess.Popen([spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "50",
+                             "--nonblocking", "--output", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        proc.send_signal(2)  # SIGINT: py-spy writes its output and exits
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(60)
+        if out.exists():
+            print(top_functions(out), file=sys.stderr)
+
+
+def top_functions(collapsed: Path, limit: int = 15) -> str:
+    """The functions with the most samples at the top of the stack, from py-spy's collapsed output."""
+    own: collections.Counter[str] = collections.Counter()
+    total = waiting = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frame = re.sub(r":\d+\)$", ")", stack.split(";")[-1])  # by function, not by line
+        if frame.startswith(_WAITING):  # the event loop (or an idle pool thread) waiting for I/O
+            waiting += int(count)
+            continue
+        total += int(count)
+        own[frame] += int(count)
+    rows = [f"{100 * c / max(total, 1):5.1f}%  {frame}" for frame, c in own.most_common(limit)]
+    return (f"profile ({total} busy samples, own time; {waiting} more waiting for I/O):\n"
+            + "\n".join(rows))
+
+
+_WAITING = ("EpollSelector.select", "_worker (concurrent/futures/thread.py)")
+
+
+@dataclasses.dataclass
+class Manager:
+    proc: subprocess.Popen[bytes]
+    ready_url: str
+    metrics_url: str
+    started: float
+    """time.monotonic() at spawn"""
+
+
+@contextlib.contextmanager
+def manager_process(kubeconfig: Path, log: Path, extra: Iterable[str], *, leader_elect: bool = False,
+                    wait_ready: bool = True) -> Any:
+    """`ome-manager` as the bench user, with /readyz and /metrics on free loopback ports."""
+    port, metrics = _free_port(), _free_port()
+    started = time.monotonic()
+    with log.open("ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ome.cmd.manager", f"--kubeconfig={kubeconfig}", "--webhook=false",
-             "--leader-elect=false", "--metrics-bind-address=0",
+             f"--leader-elect={str(leader_elect).lower()}", f"--leader-election-namespace={CONFIG_NS}",
+             f"--metrics-bind-address=127.0.0.1:{metrics}",
              f"--health-probe-bind-address=127.0.0.1:{port}",
              f"--config-namespace={CONFIG_NS}", "--enable-inferencereplica-controller=true", *extra],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    handle = Manager(proc, f"http://127.0.0.1:{port}/readyz", f"http://127.0.0.1:{metrics}/metrics", started)
     try:
-        _wait_http(f"http://127.0.0.1:{port}/readyz", 120, proc, log)
-        yield proc
+        if wait_ready:
+            _wait_http(handle.ready_url, 120, proc, log)
+        yield handle
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def create_services(client: Client, n: int, mode: str, namespace: str) -> None:
+    gate = asyncio.Semaphore(IN_FLIGHT)
+    res = resources.INFERENCE_SERVICES
+    await asyncio.gather(*(create_retrying(client, res, isvc_body(i, mode), namespace, gate)
+                           for i in range(n)))
 
 
 async def managed(client: Client, cluster: Cluster, proc: subprocess.Popen[bytes], n: int, mode: str,
-                  namespace: str, idle_seconds: float) -> Obj:
+                  namespace: str) -> Obj:
     writes0, cpu0 = writes_by(cluster, MANAGER_USER), cpu_seconds(proc.pid)
     started = time.monotonic()
-    await asyncio.gather(*(client.create(resources.INFERENCE_SERVICES, isvc_body(i, mode), namespace)
-                           for i in range(n)))
+    await create_services(client, n, mode, namespace)
     done: dict[str, float] = {}
     while len(done) < n:
         if time.monotonic() - started > 1800:
@@ -247,19 +338,27 @@ async def managed(client: Client, cluster: Cluster, proc: subprocess.Popen[bytes
                 done[item["metadata"]["name"]] = now
         await asyncio.sleep(0.25)
     cpu_ready = cpu_seconds(proc.pid) - cpu0
-    await asyncio.sleep(5)  # trailing status events settle before the idle window opens
+    await asyncio.sleep(5)  # trailing status events settle before the writes are counted
+    return {"times": sorted(done.values()), "writes": writes_by(cluster, MANAGER_USER) - writes0,
+            "cpu": cpu_ready, "rss": peak_rss_mib(proc.pid)}
+
+
+async def idle(cluster: Cluster, proc: subprocess.Popen[bytes], seconds: float) -> Obj:
     writes1 = writes_by(cluster, MANAGER_USER)
     cpu1, idle_from = cpu_seconds(proc.pid), datetime.now(UTC)
-    await asyncio.sleep(idle_seconds)
+    await asyncio.sleep(seconds)
     writes2 = writes_by(cluster, MANAGER_USER)
     # When in the window the idle writes came (seconds after it opened): a burst right at the start is a
     # trailing write; a spread points at a periodic one.
     mine = _user_writes(cluster, MANAGER_USER)
     received = (datetime.fromisoformat(e["requestReceivedTimestamp"]) for e in mine)
     at = sorted(t for r in received if (t := (r - idle_from).total_seconds()) >= 0)
-    return {"times": sorted(done.values()), "writes": writes1 - writes0, "cpu": cpu_ready,
-            "rss": peak_rss_mib(proc.pid), "idle_writes": writes2 - writes1,
-            "idle_cpu": cpu_seconds(proc.pid) - cpu1, "idle_at": at}
+    return {"writes": writes2 - writes1, "cpu": cpu_seconds(proc.pid) - cpu1, "at": at}
+
+
+def service_writes(counts: collections.Counter[str]) -> int:
+    """Writes other than the Lease renewals and Events (which leader election and recorders make)."""
+    return sum(v for k, v in counts.items() if not k.endswith((" leases", " events")))
 
 
 # ---- the run -------------------------------------------------------------------------------------------
@@ -297,49 +396,131 @@ async def _namespace(client: Client, name: str) -> None:
         await asyncio.sleep(0.2)
 
 
-async def run(args: argparse.Namespace, cluster: Cluster) -> None:
+async def _engine_pod_template(client: Client, namespace: str) -> Obj:
+    """The engine pod of svc-0 as the manager made it: the model for the extra pods."""
+    items, _ = await client.list(resources.PODS, namespace, label_selector={naming.ISVC_LABEL: "svc-0"})
+    if not items:
+        raise SystemExit("no engine pod of svc-0 to copy")
+    return items[0]
+
+
+async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
+    sections = set(args.sections)
     gpu_nodes = max(4, math.ceil(args.n / 300))
     info = cluster.up(profile="scale", gpu_nodes=gpu_nodes, log=lambda m: print(m, file=sys.stderr))
     floor_kc = cluster.user_kubeconfig(FLOOR_USER, cluster.state_dir / "floor.kubeconfig")
     manager_kc = cluster.user_kubeconfig(MANAGER_USER, cluster.state_dir / "manager.kubeconfig")
+    out: Obj = {"load": os.getloadavg()}
+    mlog = cluster.logs / "ome-manager.log"
     async with await Client.from_kubeconfig(str(info.kubeconfig)) as admin, \
             await Client.from_kubeconfig(str(floor_kc)) as floor_client:
         model, runtime = await setup(admin, gpu_nodes)
-        await _namespace(admin, "bench-floor")
-        print(f"(a) raw floor: creating the objects of {args.n} services", file=sys.stderr)
-        floor = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
-        floor_writes = sum(writes_by(cluster, FLOOR_USER).values())
+        if "floor" in sections:
+            await _namespace(admin, "bench-floor")
+            phases.log(f"(a) raw floor: creating the objects of {args.n} services")
+            out["floor"] = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
+            out["floor_writes"] = sum(writes_by(cluster, FLOOR_USER).values())
         await _namespace(admin, "bench-manager")
-        print(f"(b) manager: {args.n} InferenceServices", file=sys.stderr)
-        with manager_process(manager_kc, cluster.logs / "ome-manager.log", args.manager_arg) as proc:
-            mgr = await managed(admin, cluster, proc, args.n, args.mode, "bench-manager", args.idle_seconds)
-    print_table(args, floor, floor_writes, mgr)
+        phases.log(f"(b) manager: {args.n} InferenceServices")
+        with manager_process(manager_kc, mlog, args.manager_arg) as mgr:
+            with profiled(mgr.proc.pid, args.profile):
+                out["manager"] = await managed(admin, cluster, mgr.proc, args.n, args.mode, "bench-manager")
+            if "idle" in sections:
+                phases.log(f"(c) idle {args.idle_seconds:.0f} s")
+                out["idle"] = await idle(cluster, mgr.proc, args.idle_seconds)
+            if "churn" in sections:
+                phases.log(f"(d) churn: {args.churn_rate:g} changes/s for {args.churn_seconds:g} s")
+                out["churn"] = await phases.churn(admin, "bench-manager", args.n, args.churn_rate,
+                                                  args.churn_seconds)
+            if "memory" in sections:
+                await _namespace(admin, phases.EXTRA_NS)
+                template = await _engine_pod_template(admin, "bench-manager")
+                before = await phases.settled_rss(mgr.proc.pid)
+                phases.log(f"(e) memory: {args.extra_pods} extra pods")
+                took = await phases.create_extra_pods(floor_client, args.extra_pods, template)
+                waited = await phases.wait_cached(mgr.metrics_url, "pods", args.extra_pods, 600)
+                after = await phases.settled_rss(mgr.proc.pid, 30)
+                out["memory"] = {"before": before, "after": after, "pods": args.extra_pods, "create_s": took,
+                                 "cache_s": waited, "peak": peak_rss_mib(mgr.proc.pid)}
+        if "coldstart" in sections or "standby" in sections:
+            phases.log("cold start: a fresh manager over the converged services")
+            writes0 = writes_by(cluster, MANAGER_USER)
+            with manager_process(manager_kc, mlog, args.manager_arg, leader_elect=True,
+                                 wait_ready=False) as mgr:
+                out["coldstart"] = await phases.cold_start(mgr.proc, mgr.started, mgr.ready_url,
+                                                           mgr.metrics_url, args.n)
+                await asyncio.sleep(args.settle_seconds)
+                out["coldstart"]["writes"] = writes_by(cluster, MANAGER_USER) - writes0
+                out["coldstart"]["rss"] = rss = await phases.settled_rss(mgr.proc.pid)
+                out["coldstart"]["peak"] = peak_rss_mib(mgr.proc.pid)
+                if "standby" in sections:
+                    phases.log("standby: a second manager, then SIGKILL of the leader")
+                    with manager_process(manager_kc, mlog, args.manager_arg, leader_elect=True) as standby:
+                        standby_rss = await phases.settled_rss(standby.proc.pid)
+                        out["standby"] = {"rss": standby_rss, "leader_rss": rss,
+                                          "handover": await phases.handover(mgr.proc, standby.metrics_url)}
+    return out
 
 
-def print_table(args: argparse.Namespace, floor: Obj, floor_writes: int, mgr: Obj) -> None:
+def _row(label: str, times: list[float] | None, writes: int | None, n: int, cpu: str, rss: str) -> str:
+    t = (f"{pct(times, .5):>8.1f}{pct(times, .9):>8.1f}{times[-1]:>8.1f}" if times
+         else f"{'-':>8}{'-':>8}{'-':>8}")
+    w = f"{writes:>8}{writes / n:>7.2f}" if writes is not None else f"{'-':>8}{'-':>7}"
+    return f"{label:<24}{t}{w}{cpu:>8}{rss:>14}"
+
+
+def print_table(args: argparse.Namespace, out: Obj) -> None:
     n = args.n
-    kinds = ", ".join(f"{v} {k}" for k, v in sorted(floor["kinds"].items()))
-    f_t, m_t = floor["times"], mgr["times"]
-    m_writes = sum(mgr["writes"].values())
-    print(f"\nbench_scale: N={n} {args.mode}, cluster profile scale ({kinds} per run)")
-    head = (f"{'phase':<22}{'p50 s':>8}{'p90 s':>8}{'p100 s':>8}{'writes':>8}{'/svc':>7}{'CPU s':>8}"
-            f"{'peak RSS':>14}")
+    mgr = out["manager"]
+    load = "/".join(f"{x:.1f}" for x in out["load"])
+    print(f"\nbench_scale: N={n} {args.mode}, cluster profile scale, {os.cpu_count()} cores "
+          f"(load average at start {load}), manager flags: {' '.join(args.manager_arg) or 'defaults'}")
+    head = (f"{'phase':<24}{'p50 s':>8}{'p90 s':>8}{'p100 s':>8}{'writes':>8}{'/svc':>7}{'CPU s':>8}"
+            f"{'RSS':>14}")
     print(head)
     print("-" * len(head))
-    print(f"{'(a) raw floor':<22}{pct(f_t, .5):>8.1f}{pct(f_t, .9):>8.1f}{f_t[-1]:>8.1f}"
-          f"{floor_writes:>8}{floor_writes / n:>7.2f}{'-':>8}{'-':>14}")
-    print(f"{'(b) manager':<22}{pct(m_t, .5):>8.1f}{pct(m_t, .9):>8.1f}{m_t[-1]:>8.1f}"
-          f"{m_writes:>8}{m_writes / n:>7.2f}{mgr['cpu']:>8.1f}{mgr['rss']:>10.0f} MiB")
-    idle_w = sum(mgr["idle_writes"].values())
-    label = f"(c) idle {args.idle_seconds:.0f} s"
-    share = 100 * mgr["idle_cpu"] / args.idle_seconds
-    print(f"{label:<22}{'-':>8}{'-':>8}{'-':>8}{idle_w:>8}{idle_w / n:>7.2f}{mgr['idle_cpu']:>8.2f}"
-          f"{f'{share:.2f}% core':>14}")
-    print(f"manager / floor, all Ready: {m_t[-1] / f_t[-1]:.2f}x")
+    if "floor" in out:
+        floor = out["floor"]
+        kinds = ", ".join(f"{v} {k}" for k, v in sorted(floor["kinds"].items()))
+        print(_row("(a) raw floor", floor["times"], out["floor_writes"], n, "-", "-") + f"  ({kinds})")
+    m_writes = sum(mgr["writes"].values())
+    print(_row("(b) manager", mgr["times"], m_writes, n, f"{mgr['cpu']:.1f}", f"{mgr['rss']:.0f} MiB peak"))
+    if "idle" in out:
+        i = out["idle"]
+        share = 100 * i["cpu"] / args.idle_seconds
+        print(_row(f"(c) idle {args.idle_seconds:.0f} s", None, sum(i["writes"].values()), n,
+                   f"{i['cpu']:.2f}", f"{share:.2f}% core"))
+    if "churn" in out:
+        c = out["churn"]
+        print(f"(d) churn {c['changes']} changes at {c['rate']:.1f}/s: change -> observedGeneration "
+              f"p50 {pct(c['gen'], .5):.2f} s p99 {pct(c['gen'], .99):.2f} s; -> Ready p50 "
+              f"{pct(c['ready'], .5):.2f} s p99 {pct(c['ready'], .99):.2f} s"
+              f" (not seen: {c['missing_gen']} / {c['missing_ready']})")
+    if "memory" in out:
+        e = out["memory"]
+        per = (e["after"] - e["before"]) * 1024 / max(e["pods"], 1)
+        print(f"(e) memory: {e['pods']} extra pods cached in {e['cache_s']:.1f} s: RSS {e['before']:.0f} -> "
+              f"{e['after']:.0f} MiB ({per:.2f} KiB per pod), peak {e['peak']:.0f} MiB")
+    if "coldstart" in out:
+        c = out["coldstart"]
+        print(f"cold start: caches synced {c['synced']:.1f} s, first reconcile {c['first']:.1f} s, all {n} "
+              f"reconciled {c['all']:.1f} s after spawn; writes {service_writes(c['writes'])} "
+              f"(+{sum(c['writes'].values()) - service_writes(c['writes'])} lease/event); "
+              f"RSS {c['rss']:.0f} MiB (peak {c['peak']:.0f})")
+    if "standby" in out:
+        s = out["standby"]
+        print(f"standby: RSS {s['rss']:.0f} MiB (leader {s['leader_rss']:.0f}); leader SIGKILL -> first "
+              f"reconcile of the new leader {s['handover']:.1f} s (lease duration 15 s)")
+    if "floor" in out:
+        print(f"manager / floor, all Ready: {mgr['times'][-1] / out['floor']['times'][-1]:.2f}x")
     print("manager writes: " + ", ".join(f"{k} {v}" for k, v in sorted(mgr["writes"].items())))
-    if idle_w:
-        print("idle writes: " + ", ".join(f"{k} {v}" for k, v in sorted(mgr["idle_writes"].items()))
-              + f" (from +{mgr['idle_at'][0]:.1f} s to +{mgr['idle_at'][-1]:.1f} s into the window)")
+    if "idle" in out and out["idle"]["writes"]:
+        i = out["idle"]
+        print("idle writes: " + ", ".join(f"{k} {v}" for k, v in sorted(i["writes"].items()))
+              + f" (from +{i['at'][0]:.1f} s to +{i['at'][-1]:.1f} s into the window)")
+    if "coldstart" in out and service_writes(out["coldstart"]["writes"]):
+        found = sorted(out["coldstart"]["writes"].items())
+        print("cold start writes: " + ", ".join(f"{k} {v}" for k, v in found))
 
 
 def main() -> None:
@@ -347,16 +528,26 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200, help="InferenceServices (and their objects' worth)")
     parser.add_argument("--mode", choices=("RawDeployment", "OMENative"), default="RawDeployment")
+    parser.add_argument("--sections", type=lambda v: [x for x in v.split(",") if x], default=list(SECTIONS),
+                        help=f"comma-separated subset of {','.join(SECTIONS)} (the manager always runs)")
     parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--churn-rate", type=float, default=50.0, help="spec changes per second")
+    parser.add_argument("--churn-seconds", type=float, default=60.0)
+    parser.add_argument("--extra-pods", type=int, default=10_000, help="(e): pods the manager caches")
+    parser.add_argument("--settle-seconds", type=float, default=20.0,
+                        help="cold start: how long the restarted manager's writes are counted")
     parser.add_argument("--state-dir", type=Path, help="the cluster's directory (default: temporary)")
     parser.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
+    parser.add_argument("--profile", type=Path, help="py-spy's collapsed stacks of the manager during (b)")
     parser.add_argument("--manager-arg", action="append", default=[], help="extra ome-manager flag (repeat)")
     args = parser.parse_args()
+    if unknown := set(args.sections) - set(SECTIONS):
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     state = args.state_dir or Path(tempfile.mkdtemp(prefix="ome-bench-scale-"))
     cluster = Cluster(state)
     cluster.down(quiet=True)  # fresh: `up` then starts from an empty store
     try:
-        asyncio.run(run(args, cluster))
+        print_table(args, asyncio.run(run(args, cluster)))
     finally:
         if not args.keep:
             cluster.down(quiet=True)

@@ -15,4 +15,4 @@ echo "== admission latency";   $py bench/bench_admission.py
 echo "== InferenceService (RawDeployment)"; $py bench/bench_isvc.py --kubeconfig "$kubeconfig"
 echo "== OMENative InferenceReplicas";     $py bench/bench_omenative.py "$kubeconfig" 100
 echo "== fault suite (3 managers, 20 InferenceServices)"; $py bench/chaos.py --state-dir "$state" --services 20
-echo "== scale (a fresh cluster in the scale profile)"; $py bench/bench_scale.py --n 20 --idle-seconds 10
+echo "== scale (a fresh cluster in the scale profile)"; $py bench/bench_scale.py --n 20 --idle-seconds 10 --churn-rate 10 --churn-seconds 5 --extra-pods 200 --settle-seconds 5

@@ -1,0 +1,245 @@
+"""The later sections of bench/bench_scale.py, each against a running manager process:
+
+(d) churn: spec changes at a fixed rate, latency from each change to `status.observedGeneration` and to
+    Ready at that generation (read from a watch, so no poll interval rounds the figures);
+(e) memory: extra pods that the manager caches (they carry the InferenceService label and a scheduling
+    gate, so nothing schedules or runs them), RSS before and after, per pod;
+cold start: a fresh manager process over the converged services (and the extra pods): time to caches
+    synced, to the first reconcile and to every service reconciled, its writes (0 expected), its RSS;
+standby: a second manager under leader election, its RSS once synced, and the time from the leader's
+    SIGKILL to the standby's first reconcile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from ome.api import resources
+from ome.framework import errors
+from ome.framework.client import Client
+from ome.resolution import naming
+
+Obj = dict[str, Any]
+EXTRA_NS = "bench-extra"
+_RECONCILES = re.compile(r'^controller_runtime_reconcile_total\{controller="([^"]+)",result="[^"]+"\} (\S+)$')
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def metrics_text(url: str) -> str:
+    with contextlib.suppress(OSError):
+        with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 - loopback
+            return str(resp.read().decode())
+    return ""
+
+
+def reconciles(url: str, controller: str = "inferenceservice") -> int:
+    """controller_runtime_reconcile_total of `controller`, summed over results (0 while unreachable)."""
+    total = 0.0
+    for line in metrics_text(url).splitlines():
+        if (m := _RECONCILES.match(line)) and m.group(1) == controller:
+            total += float(m.group(2))
+    return int(total)
+
+
+def cached(url: str, resource: str) -> int:
+    for line in metrics_text(url).splitlines():
+        if line.startswith(f'ome_informer_cached_objects{{resource="{resource}"}}'):
+            return int(float(line.rsplit(" ", 1)[1]))
+    return 0
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.999999) - 1))]
+
+
+# ---- (d) churn -------------------------------------------------------------------------------------
+def _ready_at(isvc: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (isvc.get("status") or {}).get("conditions") or [])
+
+
+async def churn(client: Client, namespace: str, n: int, rate: float, seconds: float) -> Obj:
+    """`rate` spec changes per second for `seconds` (service i % n, an engine annotation: the pods roll),
+    then up to 60 s for the last ones to settle. Latencies in seconds from the patch's response."""
+    _, rv = await client.list(resources.INFERENCE_SERVICES, namespace)
+    sent: dict[tuple[str, int], float] = {}
+    observed: dict[tuple[str, int], float] = {}
+    ready: dict[tuple[str, int], float] = {}
+    seen_gen: dict[str, int] = {}
+    seen_ready: dict[str, int] = {}
+
+    def note(name: str, gen: int, is_ready: bool) -> None:
+        now = time.monotonic()
+        for g in range(seen_gen.get(name, 0) + 1, gen + 1):
+            observed.setdefault((name, g), now)
+        seen_gen[name] = max(seen_gen.get(name, 0), gen)
+        if is_ready:
+            for g in range(seen_ready.get(name, 0) + 1, gen + 1):
+                ready.setdefault((name, g), now)
+            seen_ready[name] = max(seen_ready.get(name, 0), gen)
+
+    async def watch() -> None:
+        async for kind, obj in client.watch(resources.INFERENCE_SERVICES, namespace, resource_version=rv,
+                                            timeout_seconds=int(seconds) + 120):
+            if kind not in ("ADDED", "MODIFIED"):
+                continue  # BOOKMARK carries no name
+            status = obj.get("status") or {}
+            note(obj["metadata"]["name"], int(status.get("observedGeneration") or 0), _ready_at(obj))
+
+    for item in (await client.list(resources.INFERENCE_SERVICES, namespace))[0]:
+        status = item.get("status") or {}
+        seen_gen[item["metadata"]["name"]] = int(status.get("observedGeneration") or 0)
+        seen_ready[item["metadata"]["name"]] = seen_gen[item["metadata"]["name"]] if _ready_at(item) else 0
+    watcher = asyncio.create_task(watch())
+    started = time.monotonic()
+    pending: set[asyncio.Task[None]] = set()
+
+    async def change(i: int) -> None:
+        name = f"svc-{i % n}"
+        patch = {"spec": {"engine": {"annotations": {"bench.ome.io/churn": str(i)}}}}
+        with contextlib.suppress(errors.ApiError):
+            updated = await client.patch(resources.INFERENCE_SERVICES, name, patch, namespace)
+            sent.setdefault((name, int(updated["metadata"]["generation"])), time.monotonic())
+
+    total = int(rate * seconds)
+    for i in range(total):
+        delay = started + i / rate - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        task = asyncio.create_task(change(i))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+    await asyncio.gather(*pending)
+    issued = time.monotonic() - started
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(k in ready for k in sent):  # noqa: ASYNC110 - a poll
+        await asyncio.sleep(0.5)
+    watcher.cancel()
+    with contextlib.suppress(asyncio.CancelledError, errors.ApiError):
+        await watcher
+    to_gen = [max(0.0, observed[k] - t) for k, t in sent.items() if k in observed]
+    to_ready = [max(0.0, ready[k] - t) for k, t in sent.items() if k in ready]
+    return {"changes": len(sent), "rate": len(sent) / issued if issued else 0.0,
+            "gen": to_gen, "ready": to_ready, "missing_gen": len(sent) - len(to_gen),
+            "missing_ready": len(sent) - len(to_ready)}
+
+
+# ---- (e) memory with extra pods -------------------------------------------------------------------
+def extra_pod(k: int, template: Obj) -> Obj:
+    """A pod like the engine's (same spec and labels), under its own service name, held unscheduled."""
+    spec = {**template.get("spec", {}), "schedulingGates": [{"name": "bench.ome.io/hold"}]}
+    spec.pop("nodeName", None)
+    labels = {**(template.get("metadata") or {}).get("labels", {}),
+              naming.ISVC_LABEL: f"extra-{k // 10}"}
+    annotations = dict((template.get("metadata") or {}).get("annotations") or {})
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"extra-{k}", "namespace": EXTRA_NS, "labels": labels,
+                         "annotations": annotations},
+            "spec": spec}
+
+
+async def create_extra_pods(client: Client, count: int, template: Obj, in_flight: int = 64) -> float:
+    """Creates `count` pods (at most `in_flight` at once); returns the seconds it took."""
+    gate = asyncio.Semaphore(in_flight)
+    started = time.monotonic()
+
+    async def one(k: int) -> None:
+        async with gate:
+            for _ in range(5):
+                try:
+                    await client.create(resources.PODS, extra_pod(k, template), EXTRA_NS)
+                    return
+                except errors.AlreadyExists:
+                    return
+                except errors.ApiError:
+                    await asyncio.sleep(1)
+
+    await asyncio.gather(*(one(k) for k in range(count)))
+    return time.monotonic() - started
+
+
+async def wait_cached(metrics_url: str, resource: str, at_least: int, timeout: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if cached(metrics_url, resource) >= at_least:
+            return time.monotonic() - started
+        await asyncio.sleep(0.5)
+    return float("nan")
+
+
+async def settled_rss(pid: int, seconds: float = 10.0) -> float:
+    """VmRSS once it stopped moving (by 1 MiB in 2 s) or after `seconds`."""
+    last = rss_mib(pid)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        await asyncio.sleep(2)
+        now = rss_mib(pid)
+        if abs(now - last) < 1:
+            return now
+        last = now
+    return last
+
+
+# ---- cold start and standby -----------------------------------------------------------------------
+async def cold_start(proc: subprocess.Popen[bytes], started: float, ready_url: str, metrics_url: str,
+                     n: int, timeout: float = 300) -> Obj:
+    """From `started` (the fresh process's spawn): caches synced (/readyz), the first reconcile of the
+    inferenceservice controller, and n reconciles (every service seen once)."""
+    synced = first = every = float("nan")
+    while time.monotonic() - started < timeout:
+        if proc.poll() is not None:
+            raise SystemExit(f"cold-start manager exited ({proc.returncode})")
+        elapsed = time.monotonic() - started
+        if synced != synced and _ok(ready_url):
+            synced = elapsed
+        done = reconciles(metrics_url)
+        if first != first and done > 0:
+            first = elapsed
+        if done >= n:
+            every = elapsed
+            break
+        await asyncio.sleep(0.1)
+    return {"synced": synced, "first": first, "all": every}
+
+
+def _ok(url: str) -> bool:
+    with contextlib.suppress(OSError):
+        with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback
+            return bool(resp.status == 200)
+    return False
+
+
+async def handover(leader: subprocess.Popen[bytes], standby_metrics: str, timeout: float = 120) -> float:
+    """SIGKILL the leader (its Lease is not handed back); seconds until the standby reconciles."""
+    before = reconciles(standby_metrics)
+    leader.send_signal(signal.SIGKILL)
+    leader.wait()
+    killed = time.monotonic()
+    while time.monotonic() - killed < timeout:
+        if reconciles(standby_metrics) > before:
+            return time.monotonic() - killed
+        await asyncio.sleep(0.1)
+    return float("nan")
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
