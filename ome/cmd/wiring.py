@@ -84,6 +84,7 @@ class Settings:
             retry_max_delay=parse_duration(retry.max_delay) or 1800.0,
             pod_monitor_served=self.pod_monitor_served,
             migration_audit_configured=life.migration_caps() is not None,
+            scale_up_pod_batch_size=life.scale_up_pod_batch_size,
         )
 
     def migration_settings(self) -> MigrationSettings:

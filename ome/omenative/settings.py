@@ -46,6 +46,9 @@ class InferenceReplicaSettings:
     """ome.podMonitor.relabelings, appended to each endpoint's relabelings."""
     pod_monitor_metric_relabelings: tuple[Mapping[str, Any], ...] = ()
     """ome.podMonitor.metricRelabelings, appended to each endpoint's metricRelabelings."""
+    scale_up_pod_batch_size: int | None = None
+    """lifecycle.scaleUpPodBatchSize: missing pods created per pass over a component (whole Instances);
+    None: unbounded, as when the key is absent."""
 
     def __post_init__(self) -> None:
         if self.instance_ready_timeout is not None and self.instance_ready_timeout <= 0:

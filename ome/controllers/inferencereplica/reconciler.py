@@ -43,6 +43,7 @@ from ome.omenative import instance_names as names
 from ome.omenative import (
     instances,
     migration_relocate,
+    pod_batching,
     pod_render,
     podmonitor,
     revisions,
@@ -136,6 +137,7 @@ class InferenceReplicaReconciler:
                                      status_metrics.decode_failed_message(replica, exc.reason))
             return Result()
         plan = instances.plan(ctx, rows, pods)
+        self._batch_scale_up(key, plan)
         wake = self._log_instance_waits(key, ctx, plan, pods)  # before the writes: one may fail
         await self._apply(replica, ctx, plan, known)
         await self._ensure_services(replica, data, known, plan.rows)
@@ -143,6 +145,17 @@ class InferenceReplicaReconciler:
         await self._prune_revisions(replica, known, plan.rows, ctx.update_revision)
         await self._write_status(replica, ctx, plan, pods, known)
         return Result(requeue_after=_earliest(plan.wake_after, wake))
+
+    def _batch_scale_up(self, key: tuple[str, str], plan: instances.Plan) -> None:
+        """lifecycle.scaleUpPodBatchSize: the Instances whose missing pods are created this pass; the rest
+        wait for a later pass (the admitted pods' events bring it)."""
+        budget = self._settings.scale_up_pod_batch_size
+        admitted, deferred = pod_batching.admit_scale_up(plan.creates, budget)
+        if deferred:
+            log.info("OMENative scale-up batch", key=f"{key[0]}/{key[1]}", podBudget=budget,
+                     admittedInstances=len(admitted), deferredInstances=len(deferred),
+                     admittedPods=sum(len(c.names) for c in admitted))
+            plan.creates = admitted
 
     # -- waits --------------------------------------------------------------------------------
 
