@@ -219,3 +219,27 @@ async def test_a_recorded_step_writes_pods_with_the_status_and_a_start_creates_a
     assert writes.index(("patch/status", "chat-engine-0-default-0")) < writes.index(
         ("update_status", "chat-engine")
     )
+
+
+async def test_a_quota_refusal_shows_as_waiting_quota_exceeded_until_the_pod_is_made() -> None:
+    world = World()
+    await start(world, {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}})
+    mover = rollout(world)
+    surge = "chat-engine-0-default-1"
+    world.api.fail[("create", surge)] = errors.Forbidden(
+        403, "Forbidden", f'pods "{surge}" is forbidden: exceeded quota: q, requested: pods=1, used: pods=3, '
+        "limited: pods=3"
+    )
+    change_image(world, "img:2")
+    await world.reconcile()
+    with pytest.raises(errors.Forbidden):
+        await mover.reconcile(REQ)
+    with pytest.raises(errors.Forbidden):
+        await mover.reconcile(REQ)  # the retry records the hold and tries again
+    [row] = [r for r in rows(world) if r["index"] == 0]
+    assert row["operation"]["waiting"] == "QuotaExceeded"
+    del world.api.fail[("create", surge)]
+    await mover.reconcile(REQ)
+    await mover.reconcile(REQ)
+    [row] = [r for r in rows(world) if r["index"] == 0]
+    assert surge in world.pods() and "waiting" not in row["operation"]
