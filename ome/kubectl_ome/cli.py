@@ -13,7 +13,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import Iterator, Sequence
-from typing import IO, Final
+from typing import IO, Any, Final
 
 import structlog
 
@@ -63,8 +63,38 @@ _ACTIONS: Final = frozenset(
 )
 
 
+CACHE_DIR_HELP: Final = (
+    "Accepted for kubectl compatibility and unused: kubectl-ome keeps no discovery or HTTP cache, "
+    "every command reads the API server live"
+)
+COMPRESSION_HELP: Final = "Ask the API server for uncompressed responses (Accept-Encoding: identity)"
+
+
+def _document_flags(parser: argparse.ArgumentParser) -> None:
+    """What --cache-dir and --disable-compression do here, in their --help (the flags are kubectl's)."""
+    for flag, text in (("--cache-dir", CACHE_DIR_HELP), ("--disable-compression", COMPRESSION_HELP)):
+        action = parser._option_string_actions.get(flag)
+        if action is not None:
+            action.help = text
+
+
+def disable_compression(client: Any) -> None:
+    """kubectl's --disable-compression (client-go's DisableCompression): every request says
+    `Accept-Encoding: identity`, so aiohttp does not ask for gzip."""
+    transport = client._transport
+    headers = transport._headers
+
+    async def identity(accept: str, content_type: str | None) -> dict[str, str]:
+        out: dict[str, str] = await headers(accept, content_type)
+        out["Accept-Encoding"] = "identity"
+        return out
+
+    transport._headers = identity
+
+
 def build_parser() -> Parser:
     flags = connection_parent()
+    _document_flags(flags)
     parser = Parser(
         prog="kubectl-ome",
         description="kubectl-ome: why an InferenceService is or isn't ready, and guarded actions on it",
@@ -108,6 +138,8 @@ async def run(args: argparse.Namespace, stdin: IO[str], stderr: IO[str], stdout:
         # `version` still prints both values: the Operator is unknown with the reason.
         return cmd_misc.version_text(stdout, cmd_misc.client_version(),
                                      "unknown (resolve kubernetes-client: Unavailable)")
+    if getattr(args, "disable_compression", False):
+        disable_compression(conn.client)
     ctx = Ctx(conn, Terminal(stdin, stderr, now_utc), stdout)
     try:
         if args.command in _OWN_DEADLINE or action:
