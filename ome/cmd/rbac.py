@@ -51,6 +51,11 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("keda.sh", "scaledobjects"): READ + WRITE,
     ("ome.io", "autoscalerpolicies"): READ,
     ("ome.io", "autoscalerpolicies/status"): ("get", "update", "patch"),
+    # RolloutPolicy's informer exists only when its CRD is served at start; canary analysis reads the
+    # bearer token Secret a canary's prometheus.authRef (or a metricProviders binding) names.
+    ("ome.io", "rolloutpolicies"): READ,
+    ("ome.io", "rolloutpolicies/status"): ("get", "update", "patch"),
+    ("", "secrets"): ("get",),
     ("apiextensions.k8s.io", "customresourcedefinitions"): ("get",),  # is a CRD served?
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): WRITE,
     ("scheduling.x-k8s.io", "podgroups"): WRITE,
