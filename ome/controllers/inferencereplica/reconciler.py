@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable, Hashable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -438,6 +439,13 @@ class InferenceReplicaReconciler:
         bodies = [
             p for p in pod_render.instance_pods(replica, data, ident) if p["metadata"]["name"] in create.names
         ]
+        if not data.multi_pod and not bodies:
+            # A single-pod Instance sits at its activeOrdinal, 1 after a SurgeThenDrain update: a restart
+            # there rebuilds the pod under that name and ordinal.
+            runner = data.runners[0]
+            one = dataclasses.replace(ident, runner=runner.name, ordinal=1)
+            bodies = [p for p in [pod_render.render_pod(replica, data, runner, one)]
+                      if p["metadata"]["name"] in create.names]
         # An Instance OME relocated avoids the nodes it left (ome.omenative.migration_relocate).
         avoid = migration_relocate.avoided_nodes(replica.get("status"), create.index)
         for body in bodies if avoid else ():

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ome.api.resources import INFERENCE_REPLICAS
+from ome.api.resources import INFERENCE_REPLICAS, PODS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.framework import errors
 from ome.framework.reconcile import Request
@@ -243,3 +243,29 @@ async def test_a_quota_refusal_shows_as_waiting_quota_exceeded_until_the_pod_is_
     await mover.reconcile(REQ)
     [row] = [r for r in rows(world) if r["index"] == 0]
     assert surge in world.pods() and "waiting" not in row["operation"]
+
+
+async def test_an_instance_on_ordinal_one_is_rebuilt_at_its_ordinal() -> None:
+    """After a SurgeThenDrain update the Instance's pod sits at ordinal 1 (`activeOrdinal`). A restart
+    rebuilds it there: the replica controller used to render only ordinal 0 and so created nothing for
+    the restart's `...-default-1`, and the Instance waited for its deadline."""
+    world = World()
+    strategy = {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}
+    world.api.put(INFERENCE_REPLICAS, replica_body(
+        replicas=1, lifecycle={"updateStrategy": strategy, "restartPolicy": "RecreateInstanceOnPodRestart"}))
+    await world.settle()
+    mover = rollout(world)
+    change_image(world, "img:2")
+    await run(world, mover)
+    [row] = rows(world)
+    assert row["activeOrdinal"] == 1 and sorted(world.pods()) == ["chat-engine-0-default-1"]
+    await world.api.delete(PODS, "chat-engine-0-default-1", "ns")  # lost: the policy restarts it whole
+    for _ in range(4):
+        await world.reconcile()
+        world.kubelet()
+    [row] = rows(world)
+    [pod] = world.pods().values()
+    assert pod["metadata"]["name"] == "chat-engine-0-default-1"
+    assert pod["metadata"]["labels"][names.POD_ORDINAL_LABEL] == "1"
+    assert pod["metadata"]["labels"][names.INCARNATION_LABEL] == "2"
+    assert row["phase"] == "Ready" and row["incarnation"] == 2
