@@ -120,6 +120,7 @@ class Settings:
             stuck_grace=parse_duration(life.stuck_pod_grace_period) if life.stuck_pod_grace_period else None,
             columnar=self.config.omenative_status.status_encoding == "ColumnarV2",
             max_decoded_instances=self.config.omenative_status.max_decoded_instances,
+            ratio_tolerance=self.config.coordination.default_ratio_tolerance_percent,
             max_concurrent_reconciles=self.inferencereplica_workers)
 
 

@@ -24,6 +24,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ome.config.canary_config import CanaryAnalysisConfig, RolloutConfig
+from ome.config.coordination_config import CoordinationConfig
 from ome.config.durations import is_duration, parse_duration
 from ome.config.migration_lifecycle import AuditConfig, AutoMigrateConfig, ForceDeleteConfig
 from ome.config.ome_agent import OmeAgentConfig
@@ -492,6 +493,8 @@ class InferenceServiceConfig(_Section):
     """Top-level bindings; when present they win over autoscalerPolicy.metricProviders."""
     model_init: AgentImageConfig = Field(default_factory=AgentImageConfig, alias="modelInit")
     fine_tuned_adapter: FineTunedAdapterConfig | None = Field(default=None, alias="fineTunedAdapter")
+    coordination: CoordinationConfig = Field(default_factory=CoordinationConfig)
+    """Rollout groups: the default maintainRatio tolerance (`ome/config/coordination_config.py`)."""
     cluster_domain: str = Field(default="cluster.local", alias="clusterDomain")
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     canary_analysis: CanaryAnalysisConfig = Field(
@@ -516,6 +519,7 @@ _JSON_KEYS: Final = (
     "metricProviders",
     "modelInit",
     "fineTunedAdapter",
+    "coordination",
     "rollout",
     "canaryAnalysis",
     "omeAgent",

@@ -1,5 +1,5 @@
-"""Prefill-decode pairing (pure): the `Pairing` gate of a group holding both engine and decoder, and the
-`OME_<PEER>_ENDPOINT` / `OME_<PEER>_REVISION_ENDPOINT` variables of grouped services' pods.
+"""Prefill-decode pairing (pure): the `Pairing` gate of a blue-green group holding both engine and
+decoder, and the `OME_<PEER>_ENDPOINT` / `OME_<PEER>_REVISION_ENDPOINT` variables of grouped services' pods.
 
 An engine pod pairs with the decoder revision its `OME_DECODER_REVISION_ENDPOINT` names for its whole
 life (env is fixed at creation): a pod made for the engine's update revision pairs with the decoder's

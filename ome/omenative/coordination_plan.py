@@ -40,7 +40,7 @@ Gates the built-in progressions hold with:
 - sequence: the first rolling member in list order goes; the others wait (`Sequential waiting on X`);
   the one after a finished member waits out the soak (`Sequential.Soak: X waiting out the 10m0s soak
   after Y`).
-- pairing (blue-green and rolling-update groups with both engine and decoder): the engine's last old
+- pairing (blue-green groups with both engine and decoder): the engine's last old
   Instance waits until a decoder serves the new revision, and the decoder's last old Instance waits
   while any engine Instance is on an old revision (`Pairing`), so an old engine always has an old
   decoder and a new engine a new decoder (`coordination_pairing`).
@@ -293,7 +293,8 @@ def rolling_update(ctx: GroupContext) -> GroupDecision:
             "current": {c: m.on_target + m.old for c, m in members.items()},
             "newPods": {c: m.on_target for c, m in members.items()},
         }
-    pairing.apply(ctx, decision)
+    # No pairing gate here: a rolling update keeps the ratio, not the pairs (admission refuses a pairing
+    # protocol change rolled this way: PairingProtocolChangeUncoordinated).
     return decision
 
 
@@ -315,7 +316,7 @@ def ratio_total(ctx: GroupContext, m: Member, tolerance: int) -> tuple[int | Non
     it least far through (then by name) still goes, so the group never waits on itself. A drain-first
     strategy also may not move the serving ratio further than `tolerance` from the starting one."""
     band = tolerance / 100
-    keep = pairing.reserved(ctx.members)
+    keep: dict[str, int] = {}
     peers = [p for p in ctx.members.values() if p is not m and _can_move(p, keep)]
     if not m.rolling or not peers:
         return None, ""

@@ -79,8 +79,9 @@ class Member:
 
     @property
     def rolling(self) -> bool:
-        """A rollout is in flight: some Instance is not on the target yet."""
-        return self.old > 0 or self.moving > 0
+        """A rollout is in flight: some Instance is not on the target yet, or the replica has not
+        recorded the target as its current revision (its Ready condition then still says so)."""
+        return self.old > 0 or self.moving > 0 or (bool(self.current) and self.current != self.target)
 
     @property
     def done(self) -> bool:

@@ -317,7 +317,7 @@ async def test_a_sequence_rolls_the_decoder_then_waits_out_the_soak(
             isvc = await client.get(INFERENCE_SERVICES, "seq", namespace)
             hold = (((isvc.get("status") or {}).get("components") or {}).get("engine") or {}).get(
                 "lifecycle", {}).get("rolloutHold") or {}
-            if hold.get("reason") and (not reasons or reasons[-1] != hold["reason"]):
+            if hold.get("reason") and (not reasons or reasons[-1] != f"{hold['gate']}|{hold['reason']}"):
                 reasons.append(f"{hold['gate']}|{hold['reason']}")
             decoder = await client.get(INFERENCE_REPLICAS, "seq-decoder", namespace)
             ready: Obj = next((c for c in decoder["status"].get("conditions") or [] if c["type"] == "Ready"), {})

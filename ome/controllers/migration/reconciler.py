@@ -27,6 +27,7 @@ import structlog
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.durations import parse_duration
+from ome.controllers.rolloutcoordination import observe as coordination
 from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
@@ -234,6 +235,7 @@ class MigrationReconciler:
             names.base_name(replica), spec["component"], create.index, create.incarnation, create.runner,
             create.ordinal, create.revision_hash, int(spec.get("replicas") or 1),
             spec.get("topologyKey") or None,
+            tuple(coordination.peer_env_for(self._cache, replica, create.revision_hash)),
         )
         body = pod_render.render_pod(replica, data, runner, ident)
         if avoid is not None:

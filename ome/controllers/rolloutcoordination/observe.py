@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
-from ome.framework.cache import SharedCache
+from ome.framework.cache import NoInformerError, SharedCache
+from ome.framework.reconcile import RetryError
 from ome.omenative import coordination_pairing as pairing
 from ome.omenative import coordination_plan as cplan
 from ome.omenative import instance_names as names
@@ -28,7 +29,10 @@ def parent_of(cache: SharedCache, replica: Mapping[str, Any]) -> Obj | None:
     parent = ((replica.get("spec") or {}).get("parentRef") or {}).get("name")
     if not parent:
         return None
-    return cache.get_or_none(INFERENCE_SERVICES, parent, replica["metadata"]["namespace"])
+    try:
+        return cache.get_or_none(INFERENCE_SERVICES, parent, replica["metadata"]["namespace"])
+    except NoInformerError:
+        return None  # a manager without the InferenceService controller: standalone replicas only
 
 
 def replica_of(cache: SharedCache, isvc: Mapping[str, Any], component: str) -> Obj | None:
@@ -95,14 +99,23 @@ def peer_env_for(cache: SharedCache, replica: Mapping[str, Any], pod_revision: s
     component = (replica.get("spec") or {}).get("component")
     peers = [c for c in COMPONENTS if c != component and spec.get(c) is not None]
     found: dict[str, tuple[str, str]] = {}
+    grouped = cplan.grouped_components(isvc)
     for peer in peers:
         other = replica_of(cache, isvc, peer)
         if other is not None and (target := spec_hash(other)):
             current = ((other.get("status") or {}).get("currentRevision")) or ""
             found[peer] = (target, names.hash_of_revision(current) if current else "")
+        elif peer in grouped and component in grouped:
+            # A grouped peer is OMENative, so its replica is coming (the projection writes them one after
+            # another): a pod made now would pair with no revision for its whole life.
+            raise PeerNotReady(f"waiting for the {peer} InferenceReplica before rendering {component} pods")
     own_target = spec_hash(replica)
     meta = isvc["metadata"]
     return pairing.peer_env(meta["name"], meta["namespace"], peers, found, own_target, pod_revision)
+
+
+class PeerNotReady(RetryError):
+    """A grouped peer's InferenceReplica is not in the cache yet: render this component's pods later."""
 
 
 def spec_hash(replica: Mapping[str, Any]) -> str:

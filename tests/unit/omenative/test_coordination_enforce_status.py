@@ -77,7 +77,8 @@ def test_peer_env() -> None:
 
 
 def member(component: str, desired: int, new: int, **kw: object) -> Member:
-    return Member(component, desired, "new", "old", on_target=new, ready_target=new, serving_target=new,
+    current = "new" if new == desired else "old"
+    return Member(component, desired, "new", current, on_target=new, ready_target=new, serving_target=new,
                   old=desired - new, serving_old=desired - new, **kw)  # type: ignore[arg-type]
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ome.omenative import coordination_pairing as pairing
 from ome.omenative import coordination_plan as cplan
 from ome.omenative import coordination_status as cstatus
 from ome.omenative.coordination_types import GroupContext, GroupDecision, Limit, Member, member_of
@@ -25,7 +26,8 @@ def member(component: str, desired: int, *, new: int = 0, ready: int | None = No
            serving_new: int | None = None, **kw: Any) -> Member:
     """`new` Instances on the new revision (moving ones included), the rest old."""
     ready = new - moving if ready is None else ready
-    return Member(component, desired, "new", "old", on_target=new, ready_target=ready,
+    current = "new" if new == desired and not moving else "old"  # the replica records a finished rollout
+    return Member(component, desired, "new", current, on_target=new, ready_target=ready,
                   serving_target=ready if serving_new is None else serving_new, moving=moving,
                   old=desired - new, serving_old=desired - new + moving, **kw)
 
@@ -102,8 +104,11 @@ def test_pairing_with_one_decoder_never_waits_on_itself() -> None:
     out = plan(spec, member("engine", 4), member("decoder", 1))
     assert out.limits["decoder"].total == 1  # nothing to keep back with a single decoder
     # Three engines on the new revision, the decoder not serving it yet: the last engine waits for it.
-    spec = isvc([{"components": ["engine", "decoder"], "rollingUpdate": {"maxSurge": 1}}])
-    out = plan(spec, member("engine", 4, new=3), member("decoder", 1, new=1, ready=0, moving=1))
+    members = {"engine": member("engine", 4, new=3), "decoder": member("decoder", 1, new=1, ready=0, moving=1)}
+    ctx = GroupContext(0, "0", "blueGreen", {}, ("engine", "decoder"), members, spec, NOW)
+    decision = GroupDecision()
+    pairing.apply(ctx, decision)
+    out = cplan.CoordinationPlan(limits=decision.limits)
     assert out.limits["engine"].gate == "Pairing" and out.limits["engine"].total == 3
     assert out.limits["engine"].reason == (
         "engine keeps an Instance on its old revision until a decoder Instance serves the new revision "
@@ -146,9 +151,10 @@ def test_maintain_ratio_holds_the_component_ahead() -> None:
     assert out.limits["engine"].total == 1 and out.limits["engine"].gate == "Ratio"
     assert out.limits["engine"].reason == (
         "engine is 25% through its rollout; another Instance would put it more than 25% ahead of decoder (0%)")
-    # The decoder's last Instance is kept for pairing: it no longer holds the engine back.
+    # engine 3/4, decoder 1/2: the engine waits for the decoder, which goes; no pairing gate here.
     out = plan(spec, member("engine", 4, new=3), member("decoder", 2, new=1))
-    assert out.limits["engine"].total is None
+    assert out.limits["engine"].total == 3 and out.limits["decoder"].total == 2
+    assert "decoder" not in {c for c, lim in out.limits.items() if lim.gate == "Pairing"}
 
 
 def test_maintain_ratio_default_tolerance_never_deadlocks() -> None:
@@ -281,3 +287,11 @@ def test_member_of_counts_rows() -> None:
     assert m.synced and m.rolling and m.target == "new" and m.current == "old"
     assert not member_of("engine", replica_obj(rows), 4, "SurgeThenDrain").synced  # older projection
     assert not member_of("engine", None, 3, "SurgeThenDrain").synced
+
+
+def test_sequence_waits_until_the_previous_replica_records_its_rollout() -> None:
+    """Every decoder Instance on the new revision, but its replica still reports the old current revision
+    (its Ready condition has not turned True yet): the engine still waits, so the soak counts from then."""
+    finishing = Member("decoder", 1, "new", "old", on_target=1, ready_target=1, serving_target=1)
+    out = plan(isvc(SEQUENCE), finishing, member("engine", 2))
+    assert out.limits["engine"].reason == "Sequential waiting on decoder"
