@@ -221,7 +221,7 @@ def converge(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, ou
                 ("Warning", "TerminalPodRecycled", f"pod {pod.name} ended in phase {pod.phase}")
             )
     if stale and row.get("phase") == "Restarting":
-        return row
+        return found_orphans(ctx, row, stale, out)
     missing = expected - {p.name for p in pods}
     if missing and row.get("phase") == "Pending" and ctx.paused:
         return row  # a lost pod waits for the resume
@@ -442,6 +442,26 @@ def step_deleting(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row
     elif deadline is not None:
         row = announce_overdue(ctx, row, pods, deadline, out)
     return counted(ctx, row, pods, None)
+
+
+def found_orphans(ctx: Context, row: Row, stale: list[PodView], out: Plan) -> Row:
+    """The FoundOrphan warning, once per restart: a pod without the incarnation label (made by hand, or
+    by something other than OME) cannot be told from the new pods, so the restart waits until it is
+    gone. `announced` holds `FoundOrphan@{operation id}`."""
+    orphans = sorted(p.name for p in stale if p.incarnation == 0)
+    entry = f"FoundOrphan@{(row.get('operation') or {}).get('id') or row.get('incarnation')}"
+    announced = list(row.get("announced") or [])
+    if not orphans or entry in announced:
+        return row
+    out.events.append(
+        (
+            "Warning",
+            "FoundOrphan",
+            f"OMENative component={ctx.component} instance={row['index']}: pod {', '.join(orphans)} has no "
+            f"{names.INCARNATION_LABEL} label; the restart waits until it is gone",
+        )
+    )
+    return {**row, "announced": sorted({*announced, entry})}
 
 
 def announce_overdue(ctx: Context, row: Row, pods: list[PodView], deadline: datetime, out: Plan) -> Row:

@@ -657,7 +657,7 @@ def min_ready_seconds(replica: Mapping[str, Any]) -> int:
 
 
 _INSTANCE_EVENTS: Final = frozenset(
-    {"InstanceFailed", "RestartTriggered", "RestartCompleted", "TerminalPodRecycled"}
+    {"InstanceFailed", "RestartTriggered", "RestartCompleted", "TerminalPodRecycled", "FoundOrphan"}
 )
 
 
