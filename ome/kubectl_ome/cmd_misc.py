@@ -1,4 +1,4 @@
-"""`kubectl ome get`, `logs` and `version`."""
+"""`kubectl ome logs` and `version`."""
 
 from __future__ import annotations
 
@@ -6,22 +6,19 @@ import argparse
 import asyncio
 import importlib.metadata
 import subprocess
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, Final
 
 import aiohttp
 
-from ome.api import resources
-from ome.api.resources import DEPLOYMENTS, PODS, Resource
+from ome.api.resources import DEPLOYMENTS, PODS
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.kubectl_ome.connection import add_ome_namespace
 from ome.kubectl_ome.context import Ctx
 from ome.kubectl_ome.failures import CliError
-from ome.kubectl_ome.output import dash, render
-from ome.kubectl_ome.parsing import add_command, add_output
+from ome.kubectl_ome.parsing import add_command
 from ome.kubectl_ome.table import format_table
 from ome.omenative.instance_names import (
     INSTANCE_INDEX_LABEL,
@@ -38,41 +35,7 @@ MANAGER_DEPLOYMENT: Final = "ome-controller-manager"
 MAIN_CONTAINER: Final = "ome-container"
 MAX_PODS: Final = 200
 
-# RESOURCE -> (resources, aliases). Merged views list the namespaced kind first.
-KINDS: Final[dict[str, tuple[tuple[Resource, ...], tuple[str, ...]]]] = {
-    "inferenceservices": ((resources.INFERENCE_SERVICES,), ("inferenceservice", "isvc", "isvcs")),
-    "inferencereplicas": ((resources.INFERENCE_REPLICAS,), ("inferencereplica", "ir")),
-    "models": ((resources.BASE_MODELS, resources.CLUSTER_BASE_MODELS), ("model",)),
-    "basemodels": ((resources.BASE_MODELS,), ("basemodel", "bm")),
-    "clusterbasemodels": ((resources.CLUSTER_BASE_MODELS,), ("clusterbasemodel", "cbm")),
-    "runtimes": ((resources.SERVING_RUNTIMES, resources.CLUSTER_SERVING_RUNTIMES), ("runtime",)),
-    "servingruntimes": ((resources.SERVING_RUNTIMES,), ("servingruntime", "srt")),
-    "clusterservingruntimes": ((resources.CLUSTER_SERVING_RUNTIMES,), ("clusterservingruntime", "csrt")),
-    "finetunedweights": ((resources.FINE_TUNED_WEIGHTS,), ("finetunedweight", "ftw")),
-    "acceleratorclasses": ((resources.ACCELERATOR_CLASSES,), ("acceleratorclass", "ac")),
-    "acceleratorquotas": ((resources.ACCELERATOR_QUOTAS,), ("acceleratorquota", "aq")),
-    "benchmarkjobs": ((resources.BENCHMARK_JOBS,), ("benchmarkjob", "bj")),
-    "rolloutpolicies": ((resources.ROLLOUT_POLICIES,), ("rolloutpolicy", "rp")),
-    "autoscalerpolicies": ((resources.AUTOSCALER_POLICIES,), ("autoscalerpolicy", "ap")),
-    "workloadclusters": ((resources.WORKLOAD_CLUSTERS,), ("workloadcluster", "wc")),
-    "trafficmaps": ((resources.TRAFFIC_MAPS,), ("trafficmap", "tm", "tmap")),
-}
-
-
 def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        commands,
-        "get",
-        help="List OME resources, with merged model and runtime views",
-        example="kubectl ome get isvc -n prod",
-        parents=parents,
-    )
-    p.add_argument("resource", metavar="RESOURCE")
-    p.add_argument("object_name", metavar="NAME", nargs="?")
-    p.add_argument("-A", "--all-namespaces", action="store_true", help="List across all namespaces")
-    p.add_argument("-l", "--selector", help="Label selector to filter on")
-    add_output(p)
-    p.set_defaults(handler=get)
     p = add_command(
         commands,
         "logs",
@@ -104,150 +67,6 @@ def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     add_ome_namespace(p)
     p.set_defaults(handler=version)
-
-
-# --- get ----------------------------------------------------------------------------------------
-
-
-def resolve_kind(text: str) -> str:
-    lowered = text.lower()
-    for kind, (_, aliases) in KINDS.items():
-        if lowered == kind or lowered in aliases:
-            return kind
-    raise CliError(f'unknown resource "{text}"; see kubectl ome get --help')
-
-
-def age(created: Any, now: datetime) -> str:
-    try:
-        then = datetime.fromisoformat(str(created).replace("Z", "+00:00"))
-    except ValueError:
-        return "-"
-    seconds = int((now - then).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{max(seconds, 0)}s"
-
-
-def _cond(obj: Mapping[str, Any], type_: str) -> str:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == type_:
-            return str(c.get("status"))
-    return "Unknown"
-
-
-def columns(kind: str, obj: Mapping[str, Any], wide: bool) -> list[tuple[str, str]]:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    if kind == "inferenceservices":
-        return [
-            ("MODEL", dash((spec.get("model") or {}).get("name"))),
-            ("RUNTIME", dash((spec.get("runtime") or {}).get("name"))),
-            ("READY", _cond(obj, "Ready")),
-            ("URL", dash(status.get("url"))),
-        ]
-    if kind == "inferencereplicas":
-        cols = [
-            ("COMPONENT", dash(spec.get("component"))),
-            ("PARENT", dash((spec.get("parentRef") or {}).get("name"))),
-            ("DESIRED", dash(spec.get("replicas"))),
-            ("CURRENT", str(status.get("replicas", 0))),
-            ("READY", str(status.get("readyReplicas", 0))),
-        ]
-        if wide:
-            cols += [
-                ("AVAILABLE", str(status.get("availableReplicas", 0))),
-                ("SERVING", str(status.get("servingReplicas", 0))),
-                ("UPDATED", str(status.get("updatedReplicas", 0))),
-                ("ENCODING", str(status.get("instanceStatusEncoding") or "DenseV1")),
-                ("CURRENT-REVISION", dash(status.get("currentRevision"))),
-                ("UPDATE-REVISION", dash(status.get("updateRevision"))),
-                ("MIGRATIONS", str(len(status.get("migrations") or []))),
-                ("PAUSED", str(bool(spec.get("paused"))).lower()),
-            ]
-        return cols
-    if kind in ("models", "basemodels", "clusterbasemodels"):
-        return [
-            ("ARCH", dash(spec.get("modelArchitecture"))),
-            ("PARAMS", dash(spec.get("modelParameterSize"))),
-            ("FORMAT", dash((spec.get("modelFormat") or {}).get("name"))),
-            ("STATE", dash(status.get("state"))),
-        ]
-    if kind in ("runtimes", "servingruntimes", "clusterservingruntimes"):
-        formats = [
-            str((f.get("modelFormat") or {}).get("name") or f.get("name"))
-            for f in spec.get("supportedModelFormats") or []
-        ]
-        shown = ",".join(formats[:3]) + (f",+{len(formats) - 3}" if len(formats) > 3 else "")
-        return [("DISABLED", str(bool(spec.get("disabled"))).lower()), ("FORMATS", dash(shown))]
-    if kind == "finetunedweights":
-        return [
-            ("TYPE", dash(spec.get("modelType"))),
-            ("BASEMODEL", dash((spec.get("baseModelRef") or {}).get("name"))),
-        ]
-    if kind == "acceleratorclasses":
-        return [("VENDOR", dash(spec.get("vendor"))), ("FAMILY", dash(spec.get("family")))]
-    if kind == "benchmarkjobs":
-        return [("STATE", dash(status.get("state")))]
-    return [("READY", _cond(obj, "Ready"))]
-
-
-def get_table(
-    kind: str,
-    items: Sequence[tuple[Resource, Mapping[str, Any]]],
-    now: datetime,
-    wide: bool,
-    all_namespaces: bool,
-) -> str:
-    merged = len(KINDS[kind][0]) > 1
-    rows, headers = [], ["NAME"]
-    for res, obj in items:
-        meta = obj.get("metadata") or {}
-        cols = columns(kind, obj, wide)
-        headers = ["NAME", *(["SCOPE"] if merged else []), *(h for h, _ in cols), "AGE"]
-        if all_namespaces:
-            headers.insert(0, "NAMESPACE")
-        row = [
-            str(meta.get("name")),
-            *(["Namespaced" if res.namespaced else "Cluster"] if merged else []),
-            *(v for _, v in cols),
-            age(meta.get("creationTimestamp"), now),
-        ]
-        if all_namespaces:
-            row.insert(0, str(meta.get("namespace") or "-"))
-        rows.append(row)
-    if not rows:
-        return ""
-    return format_table(headers, rows)
-
-
-async def get(ctx: Ctx, args: argparse.Namespace) -> str:
-    kind = resolve_kind(args.resource)
-    if args.object_name and (args.all_namespaces or args.selector):
-        raise CliError("a NAME can't be combined with -A or -l")
-    found: list[tuple[Resource, Obj]] = []
-    for res in KINDS[kind][0]:
-        ns = None if not res.namespaced or args.all_namespaces else ctx.namespace
-        if args.object_name:
-            try:
-                found.append(
-                    (res, await ctx.client.get(res, args.object_name, ns if res.namespaced else None))
-                )
-                break
-            except errors.NotFound:
-                continue
-        else:
-            items, _ = await ctx.client.list(res, ns, label_selector=args.selector)
-            found += [(res, i) for i in items]
-    if args.object_name and not found:
-        raise CliError(f'{kind} "{args.object_name}" not found')
-    if args.output in ("json", "yaml"):
-        if args.object_name:
-            return render(found[0][1], args.output)
-        return render({"apiVersion": "v1", "kind": "List", "items": [o for _, o in found]}, args.output)
-    text = get_table(kind, found, ctx.now(), args.output == "wide", args.all_namespaces)
-    if not text:
-        ctx.terminal.stderr.write(f"No resources found in {ctx.namespace} namespace.\n")
-    return text
 
 
 # --- logs ---------------------------------------------------------------------------------------

@@ -71,6 +71,8 @@ class FakeClient:
         return copy.deepcopy(obj)
 
     async def list(self, res: Resource, namespace: str | None = None, **kwargs: Any) -> tuple[list[Obj], str]:
+        if res.plural in self.fail_list:
+            raise self.fail_list[res.plural]
         selector = kwargs.get("label_selector") or {}
         items = []
         for (plural, ns, _), obj in self.objects.items():

@@ -249,14 +249,16 @@ def test_log_selectors() -> None:
 def test_get_resolves_aliases_and_prints_isvc_columns() -> None:
     from datetime import UTC, datetime
 
-    assert cmd_misc.resolve_kind("ISVC") == "inferenceservices" and cmd_misc.resolve_kind("ir") == "inferencereplicas"
-    with pytest.raises(CliError, match='unknown resource "irep"'):
-        cmd_misc.resolve_kind("irep")
+    from ome.kubectl_ome import cmd_get
+
+    assert cmd_get.resolve_kind("ISVC") == "inferenceservices" and cmd_get.resolve_kind("ir") == "inferencereplicas"
+    with pytest.raises(CliError, match=r'unknown resource "irep" \(valid resources: inferenceservices, '):
+        cmd_get.resolve_kind("irep")
     obj = isvc(model={"name": "llama"})
     obj["metadata"]["creationTimestamp"] = "2026-09-01T09:00:00Z"
     from ome.api.resources import INFERENCE_SERVICES as RES
 
-    text = cmd_misc.get_table("inferenceservices", [(RES, obj)], datetime(2026, 9, 1, 12, tzinfo=UTC), False, False)
+    text = cmd_get.get_table("inferenceservices", [(RES, obj)], datetime(2026, 9, 1, 12, tzinfo=UTC), False, False)
     assert text.splitlines() == ["NAME   MODEL   RUNTIME   READY     URL   AGE", "chat   llama   vllm      Unknown   -     3h"]
 
 
