@@ -43,6 +43,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig  # noqa: E
 from ome.controllers.inferenceservice.converge import resource_of  # noqa: E402
 from ome.devcluster.cluster import Cluster  # noqa: E402
 from ome.devcluster.crds import install_crds  # noqa: E402
+from ome.devcluster.operator_config import install_config  # noqa: E402
 from ome.framework import errors  # noqa: E402
 from ome.framework.client import Client  # noqa: E402
 from ome.models import labels as model_labels  # noqa: E402
@@ -369,6 +370,7 @@ def pct(times: list[float], q: float) -> float:
 async def setup(client: Client, gpu_nodes: int) -> tuple[Obj, Obj]:
     await install_crds(client)
     await client.create(resources.NAMESPACES, {"metadata": {"name": CONFIG_NS}})
+    await install_config(client, CONFIG_NS)  # the manager refuses to start without inferenceservice-config
     for _ in range(100):  # a freshly installed CRD may not be served yet
         try:
             model = await client.create(resources.CLUSTER_BASE_MODELS, model_body())

@@ -570,11 +570,14 @@ MISSING_STATUS_BLOCK: Final = 'inferenceservice-config is missing the required "
 async def load(
     client: Client, namespace: str | None = None, *, require_omenative_status: bool = False
 ) -> InferenceServiceConfig:
-    """Read and parse the ConfigMap; a missing ConfigMap means every default. `require_omenative_status`
-    (the manager's start) fails a ConfigMap without the omenativeStatus block, as v1.3 does."""
+    """Read and parse the ConfigMap. `require_omenative_status` (the manager's start) fails a missing
+    ConfigMap and one without the omenativeStatus block, as v1.3 does; later reads of a missing one give
+    every default."""
     try:
         configmap = await client.get(resources.CONFIGMAPS, CONFIGMAP_NAME, namespace or config_namespace())
     except errors.NotFound:
+        if require_omenative_status:  # v1.3 reads the deploy entry first and stops there
+            raise ConfigError(f'{DEPLOY_INIT_ERROR}: configmaps "{CONFIGMAP_NAME}" not found') from None
         return InferenceServiceConfig()
     data = configmap.get("data") or {}
     config = parse(data)  # the other entries' errors first, as the manager checks deploy before the rest

@@ -25,6 +25,7 @@ import pytest
 from ome.api import resources
 from ome.devcluster.cluster import free_ports
 from ome.devcluster.kubeapi import KubeApi
+from ome.devcluster.operator_config import install_config
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.webhooks import registry, self_register
@@ -97,6 +98,7 @@ async def test_out_of_cluster_manager_serves_omenative_and_its_webhook_still_gua
     log = tmp_path / "manager.log"
     try:
         async with catalog(client, namespace) as cat:
+            await install_config(client, namespace)  # the manager refuses to start without it
             with manager_process(kubeconfig, namespace, log) as proc:
 
                 async def webhook_guards() -> bool:

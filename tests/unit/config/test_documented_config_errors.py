@@ -142,5 +142,14 @@ async def test_manager_start_needs_the_omenative_status_block(data: dict[str, st
     if "deploy" in data:  # the controllers' later re-reads (no requirement) keep the defaults
         later = await cfg.load(_OneConfigMap(data), "ome")  # type: ignore[arg-type]
         assert later.omenative_status.max_decoded_instances == 20000
-    no_configmap = await cfg.load(_OneConfigMap(None), "ome", require_omenative_status=True)  # type: ignore[arg-type]
-    assert no_configmap.omenative_status.instance_status_encoding == "ColumnarV2"
+    later_without = await cfg.load(_OneConfigMap(None), "ome")  # type: ignore[arg-type]
+    assert later_without.omenative_status.instance_status_encoding == "ColumnarV2"
+
+
+async def test_manager_start_needs_the_configmap() -> None:
+    """v1.3's manager reads the deploy entry first: without the ConfigMap it stops with
+    `Failed to initialize deployment configuration` and `configmaps "inferenceservice-config" not found`."""
+    with pytest.raises(cfg.ConfigError) as info:
+        await cfg.load(_OneConfigMap(None), "ome", require_omenative_status=True)  # type: ignore[arg-type]
+    assert str(info.value) == ('Failed to initialize deployment configuration: '
+                               'configmaps "inferenceservice-config" not found')

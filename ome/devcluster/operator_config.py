@@ -1,0 +1,33 @@
+"""Installs the shipped `inferenceservice-config` (config/configmap) into a namespace: what a manager
+started with `--config-namespace` there needs, since it refuses to start without that ConfigMap (as v1.3)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ome.framework.client import Client
+from ome.framework.resources import CONFIGMAPS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CONFIGMAP_FILE = REPO_ROOT / "config" / "configmap" / "inferenceservice-config.yaml"
+
+
+def shipped_configmap(namespace: str, data: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ConfigMap as config/ ships it, placed in `namespace`; `data` entries replace the shipped ones."""
+    body: dict[str, Any] = copy.deepcopy(yaml.safe_load(CONFIGMAP_FILE.read_text()))
+    body["metadata"]["namespace"] = namespace
+    body["data"].update(data or {})
+    return body
+
+
+async def install_config(client: Client, namespace: str, data: dict[str, str] | None = None) -> None:
+    """Server-side applies the shipped ConfigMap into `namespace` (idempotent)."""
+    body = shipped_configmap(namespace, data)
+    await client.apply(CONFIGMAPS, body, field_manager="ome-installer", force=True)
+
+
+__all__ = ["CONFIGMAP_FILE", "install_config", "shipped_configmap"]
