@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
+from ome.omenative import instance_names as names
 from ome.omenative import rollout_plan as rp
 from ome.omenative import rollout_retry as retry
 from ome.omenative import rollout_types as rt
 from ome.omenative.pods_view import format_time
-from ome.omenative.revisions import RevisionData
+from ome.omenative.revisions import RevisionData, owner_reference
 from ome.omenative.rollout_pods import RolloutPod
 
 TARGET = "GangSurgeTarget"
@@ -183,3 +185,20 @@ def clean(target: rt.Row, pods: list[RolloutPod], out: rt.Plan) -> rt.Row | None
 def _runner_of(inp: rt.Inputs, index: int, name: str) -> tuple[str, int]:
     runner, _, ordinal = name.removeprefix(f"{inp.base}-{inp.component}-{index}-").rpartition("-")
     return runner, int(ordinal)
+
+
+def pod_group(replica: Mapping[str, Any], base: str, component: str, index: int, members: int) -> rt.Row:
+    """The scheduler-plugins PodGroup of a multi-pod Instance (a replacement's too), so a gang-aware
+    scheduler places all its pods or none; owned by the replica, as the replica controller's are."""
+    meta = replica["metadata"]
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": names.pod_group_name(base, component, index),
+            "namespace": meta["namespace"],
+            "labels": names.selector_labels(base, component),
+            "ownerReferences": [owner_reference(replica)],
+        },
+        "spec": {"minMember": members},
+    }

@@ -30,20 +30,23 @@ import structlog
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.durations import parse_duration
+from ome.controllers.inferencereplica.reconciler import PODGROUPS
 from ome.controllers.rolloutcanary import hold as canary_hold
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.controllers.serving_gate import set_serving_gate
 from ome.framework import errors
-from ome.framework.cache import SharedCache
+from ome.framework.cache import NoInformerError, SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
+from ome.framework.resources import NODES
 from ome.framework.store import OWNER_INDEX
 from ome.omenative import (
     coordination_enforce,
     pod_render,
     revisions,
     rollout_budget,
+    rollout_gang,
     rollout_inplace,
     rollout_plan,
     rollout_types,
@@ -82,6 +85,10 @@ class InstanceRolloutReconciler:
         self._now = now or (lambda: datetime.now(UTC).replace(microsecond=0))
         self._recent: dict[tuple[str, str, str], float] = {}
         self._rejected: dict[tuple[str, str], dict[int, str]] = {}
+        self._quota: dict[tuple[str, str], set[int]] = {}
+        """Instances whose last pod create a ResourceQuota refused, by replica (`waiting: QuotaExceeded`)."""
+        self._gang: bool | None = None
+        """Whether the PodGroup CRD is served (looked up once, when a gang's group is first needed)."""
         self.writes = 0
         """API writes made, for tests and benchmarks (a no-op reconcile adds none)."""
 
@@ -89,6 +96,7 @@ class InstanceRolloutReconciler:
         replica = self._cache.get_or_none(INFERENCE_REPLICAS, req.name, req.namespace)
         if replica is None or teardown.deleting(replica):
             self._rejected.pop((req.namespace, req.name), None)
+            self._quota.pop((req.namespace, req.name), None)
             return Result()
         prev = replica.get("status") or {}
         update = prev.get("updateRevision")
@@ -125,6 +133,7 @@ class InstanceRolloutReconciler:
                     raise failed
                 return Result()  # the change that raced us triggers its own pass
         await self._act(written, late, known)
+        await self._drop_pod_groups(written, plan.removed)
         if failed is not None:
             raise failed
         await self._announce(written, plan)
@@ -178,7 +187,11 @@ class InstanceRolloutReconciler:
         strategy = rollout_budget.effective(
             lifecycle, self._settings.defaults.get(spec["component"]), spec.get("pacing") or {}
         )
-        pods = [p for one in raw if (p := rollout_pod(one)) is not None]
+        pods = [p for one in raw if (p := rollout_pod(one, self._node_of(one))) is not None]
+        rows = status.rows_of(prev)
+        moving = {int(r["index"]) for r in rows if rollout_types.moving(r)}
+        quota = self._quota.setdefault((meta["namespace"], meta["name"]), set())
+        quota &= moving  # a refusal matters while its Instance still moves
         own = parse_duration(lifecycle.get("instanceReadyTimeout"))  # "0s" counts as unset
         return rollout_types.Inputs(
             namespace=meta["namespace"],
@@ -188,7 +201,7 @@ class InstanceRolloutReconciler:
             desired=desired_replicas(replica),
             update_revision=update,
             revisions=known,
-            rows=status.rows_of(prev),
+            rows=rows,
             pods=pods,
             strategy=strategy,
             retry_blocks=list(prev.get("retryBlocks") or []),
@@ -203,7 +216,16 @@ class InstanceRolloutReconciler:
             annotations=meta.get("annotations") or {},
             previous_hold=prev.get("rolloutHold"),
             rejected=self._rejected.get((meta["namespace"], meta["name"]), {}),
+            quota_refused=frozenset(quota),
         )
+
+    def _node_of(self, pod: Obj) -> Obj | None:
+        name = (pod.get("spec") or {}).get("nodeName")
+        if not name:
+            return None
+        with contextlib.suppress(NoInformerError):  # a manager without the node informer: never Unknown
+            return self._cache.get_or_none(NODES, name)
+        return None
 
     def _coordinate(
         self, replica: Obj, inp: rollout_types.Inputs
@@ -298,6 +320,7 @@ class InstanceRolloutReconciler:
         planned only for a name the cache does not list, a gate opens only on a new pod and closes only
         on an old one, and an image patch waits for a pass after the close."""
         ns = replica["metadata"]["namespace"]
+        await self._ensure_pod_groups(replica, plan, known)  # a gang's group before its pods
         writes: list[tuple[tuple[str, str, str], Awaitable[None]]] = []
         writes += [(("delete", ns, n), self._delete_pod(ns, n))
                    for n in sorted(set(plan.deletes)) if not self._fresh("delete", ns, n)]
@@ -360,11 +383,50 @@ class InstanceRolloutReconciler:
         try:
             await self._client.create(PODS, body, meta["namespace"])
             self.writes += 1
+            self._quota.get((meta["namespace"], meta["name"]), set()).discard(index)
         except errors.AlreadyExists:
             pass
+        except errors.Forbidden as exc:
+            if "exceeded quota" in exc.message:
+                # The operation waits (QuotaExceeded, its clock stopped); the work queue's retry of this
+                # error tries the create again.
+                self._quota.setdefault((meta["namespace"], meta["name"]), set()).add(index)
+            raise
         except errors.Invalid:
             # The API server rejected the pod as invalid: the revision's own fault (InvalidPodSpec).
             self._rejected.setdefault((meta["namespace"], meta["name"]), {})[index] = "InvalidPodSpec"
+
+    async def _gang_scheduling(self) -> bool:
+        if self._gang is None:
+            self._gang = await self._client.is_served(PODGROUPS)
+        return self._gang
+
+    async def _ensure_pod_groups(
+        self, replica: Obj, plan: rollout_types.Plan, known: Mapping[str, RevisionData]
+    ) -> None:
+        """The PodGroup of each multi-pod Instance this plan creates pods for, such as a gang surge's
+        replacement at its new index (a group that exists already is kept)."""
+        gangs = {c.index: known[c.revision_hash].pod_count for c in plan.creates
+                 if known[c.revision_hash].multi_pod}
+        if not gangs or not await self._gang_scheduling():
+            return
+        base, component = names.base_name(replica), replica["spec"]["component"]
+        for index, members in sorted(gangs.items()):
+            body = rollout_gang.pod_group(replica, base, component, index, members)
+            with contextlib.suppress(errors.AlreadyExists):
+                await self._client.create(PODGROUPS, body, replica["metadata"]["namespace"])
+                self.writes += 1
+
+    async def _drop_pod_groups(self, replica: Obj, removed: list[int]) -> None:
+        """The PodGroups of rows this pass removed: a promoted surge's source, an abandoned replacement."""
+        if not removed or not await self._gang_scheduling():
+            return
+        base, component = names.base_name(replica), replica["spec"]["component"]
+        for index in sorted(set(removed)):
+            with contextlib.suppress(errors.NotFound):
+                await self._client.delete(PODGROUPS, names.pod_group_name(base, component, index),
+                                          replica["metadata"]["namespace"])
+                self.writes += 1
 
     async def _set_gate(self, ns: str, name: str, value: str) -> None:
         if self._fresh(f"gate-{value}", ns, name):

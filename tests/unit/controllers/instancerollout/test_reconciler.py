@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ome.api.resources import INFERENCE_REPLICAS, PODS
+from ome.controllers.inferencereplica.reconciler import PODGROUPS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.framework import errors
 from ome.framework.reconcile import Request
@@ -269,3 +270,35 @@ async def test_an_instance_on_ordinal_one_is_rebuilt_at_its_ordinal() -> None:
     assert pod["metadata"]["labels"][names.POD_ORDINAL_LABEL] == "1"
     assert pod["metadata"]["labels"][names.INCARNATION_LABEL] == "2"
     assert row["phase"] == "Ready" and row["incarnation"] == 2
+
+
+async def test_a_gang_surge_replacement_gets_its_pod_group_and_the_source_loses_its_own() -> None:
+    """With the PodGroup CRD served, each multi-pod Instance has a PodGroup (docs: Instances): the
+    replica controller makes the first, the rollout makes the replacement's at its new index and
+    removes the source's once it promotes the replacement."""
+    world = World()
+    world.api.served.add("podgroups")
+    strategy = {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}
+    world.api.put(INFERENCE_REPLICAS, replica_body(workers=2, replicas=1, lifecycle={"updateStrategy": strategy}))
+    await world.settle()
+    assert [g["metadata"]["name"] for g in world.api.of(PODGROUPS)] == ["chat-engine-0"]
+    mover = rollout(world)
+    replica = world.replica()
+    assert replica is not None
+    replica["spec"]["runners"] = runners(workers=2, image="img:2")
+    replica["metadata"]["generation"] += 1
+    made: set[str] = set()
+    for _ in range(30):
+        await world.reconcile()
+        world.kubelet()
+        await mover.reconcile(REQ)
+        world.kubelet()
+        made |= {g["metadata"]["name"] for g in world.api.of(PODGROUPS)}
+        world.now += timedelta(seconds=1)
+        if [r["index"] for r in rows(world)] == [1] and rows(world)[0]["phase"] == "Ready":
+            break
+    [row] = rows(world)
+    assert row["index"] == 1 and row["runningRevision"] == (world.replica() or {})["status"]["updateRevision"]
+    assert "chat-engine-1" in made
+    [group] = world.api.of(PODGROUPS)
+    assert group["metadata"]["name"] == "chat-engine-1" and group["spec"]["minMember"] == 3
