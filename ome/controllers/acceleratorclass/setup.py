@@ -1,6 +1,6 @@
 """Wiring of the AcceleratorClass status controller.
 
-Nodes are cached with only what matching reads (name, labels, capacity), so heartbeats cost little, and
+Nodes are cached slim (ome/controllers/node_view.py: labels and capacity here), so heartbeats cost little, and
 a node event wakes a class only when its labels or capacity changed; it then wakes every class (a cluster
 has a handful). The node informer is a full one: the model status controller reads its labels as well.
 """
@@ -10,20 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from ome.api.resources import ACCELERATOR_CLASSES, NODES
+from ome.api.resources import ACCELERATOR_CLASSES
 from ome.controllers.acceleratorclass.reconciler import AcceleratorClassStatusReconciler
+from ome.controllers.node_view import node_informer, slim_node
 from ome.framework.controller import Controller
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
 
 Obj = dict[str, Any]
 NAME: Final = "acceleratorclass"
-
-
-def slim_node(obj: Obj) -> Obj:
-    meta = obj.get("metadata") or {}
-    return {"metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta},
-            "status": {"capacity": (obj.get("status") or {}).get("capacity") or {}}}
 
 
 def _matching_fields(node: Obj) -> Any:
@@ -37,7 +32,7 @@ def _labels_or_capacity_changed(event_type: str, obj: Obj, old: Obj | None) -> b
 def add_to_manager(manager: Manager) -> Controller:
     cache = manager.cache
     classes = cache.informer_for(ACCELERATOR_CLASSES)
-    nodes = cache.informer_for(NODES, transform=slim_node)
+    nodes = node_informer(cache)  # shared with relocation, force deletion and the rollout (one transform)
     controller = Controller(NAME, AcceleratorClassStatusReconciler(cache, manager.client, nodes.list))
 
     def every_class(_node: Obj) -> Iterable[Request]:

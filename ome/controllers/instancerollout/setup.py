@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, OME_GROUP, PODS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
+from ome.controllers.node_view import node_informer
 from ome.controllers.rolloutcanary import hold as canary_hold
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.framework import transforms
@@ -11,7 +12,6 @@ from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.framework.resources import NODES
 from ome.omenative import instance_names as names
 from ome.omenative.rollout_settings import RolloutSettings
 
@@ -24,7 +24,7 @@ def add_to_manager(manager: Manager, settings: RolloutSettings) -> Controller:
     replicas = cache.informer_for(INFERENCE_REPLICAS)
     pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
-    cache.informer_for(NODES)  # operation.waiting NodeUnknown: a pod to replace on a node gone silent
+    node_informer(cache)  # operation.waiting NodeUnknown: a pod to replace on a node gone silent
     recorder = EventRecorder(manager.client, settings.event_component)
     reconciler = InstanceRolloutReconciler(manager.client, cache, settings, recorder=recorder)
     controller = (

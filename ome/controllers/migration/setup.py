@@ -8,13 +8,13 @@ from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENC
 from ome.controllers.migration.reconciler import MigrationReconciler, MigrationSettings
 from ome.controllers.migration.reset import ResetReconciler
 from ome.controllers.migration.stuck import StuckDeletionReconciler, replicas_on_node
+from ome.controllers.node_view import node_informer
 from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.events import EventRecorder
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.framework.resources import NODES
 from ome.omenative import force_delete
 from ome.omenative import instance_names as names
 from ome.omenative import migration_request as mr
@@ -44,7 +44,7 @@ def add_to_manager(manager: Manager, settings: MigrationSettings) -> Controller:
     pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
     if settings.auto_migrate_attempts:
-        cache.informer_for(NODES)  # relocation reads the nodes the pods run on
+        node_informer(cache)  # relocation reads the nodes the pods run on
     recorder = EventRecorder(manager.client, settings.event_component)
     reconciler = MigrationReconciler(manager.client, cache, settings, recorder=recorder)
     controller = (
@@ -58,7 +58,7 @@ def add_to_manager(manager: Manager, settings: MigrationSettings) -> Controller:
                                                          columnar=settings.columnar))
     manager.add_controller(resets.for_(replicas))
     if settings.force_delete is not None:
-        nodes = cache.informer_for(NODES)
+        nodes = node_informer(cache)
         stuck = StuckDeletionReconciler(manager.client, cache, force_delete.Settings(*settings.force_delete),
                                         recorder=recorder)
         manager.add_controller(

@@ -130,7 +130,7 @@ def test_node_events_count_only_label_or_capacity_changes() -> None:
             "status": {"capacity": {"nvidia.com/gpu": "8"}, "conditions": [{"type": "Ready"}]}}
     slim = slim_node(full)
     assert slim == {"metadata": {"name": "n", "labels": {"a": "1"}, "resourceVersion": "1"},
-                    "status": {"capacity": {"nvidia.com/gpu": "8"}}}
+                    "status": {"capacity": {"nvidia.com/gpu": "8"}, "conditions": [{"type": "Ready"}]}}
     heartbeat = slim_node({**full, "metadata": {**full["metadata"], "resourceVersion": "2"}})
     assert not _labels_or_capacity_changed("MODIFIED", heartbeat, slim)
     relabelled = slim_node({**full, "metadata": {**full["metadata"], "labels": {"a": "2"}}})
