@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from ome.omenative import instance_names as names
+from ome.omenative import rollout_clock as clock
 from ome.omenative import rollout_plan as rp
 from ome.omenative import rollout_retry as retry
 from ome.omenative import rollout_types as rt
@@ -94,8 +95,8 @@ def step(
     replacement = [p for p in pods.get(index, []) if not p.view.terminating]
     expected = rt.own_names(inp, index, data)
     if op.get("step") == rt.SURGE:
-        target = rp.held_clock(inp, target, replacement)
-        failure = rp.attempt_failure(inp, target, replacement, out)
+        target = clock.held_clock(inp, target, replacement)
+        failure = clock.attempt_failure(inp, target, replacement, out)
         if failure is not None:
             return _abandon(inp, source, target, pods, failure, target_name, blocks, out)
         for name in sorted(expected - {p.name for p in pods.get(index, [])}):

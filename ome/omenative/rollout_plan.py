@@ -29,12 +29,13 @@ service against maxUnavailable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from ome.omenative import instance_names as names
 from ome.omenative import rollout_budget as budget
+from ome.omenative import rollout_clock as clock
 from ome.omenative import rollout_gang as gang
 from ome.omenative import rollout_inplace as inplace
 from ome.omenative import rollout_repair as repair
@@ -44,14 +45,10 @@ from ome.omenative.revisions import RevisionData
 from ome.omenative.rollout_pods import RolloutPod
 from ome.omenative.rollout_types import (
     DRAIN,
-    HOLDS,
     IN_PLACE,
-    NODE_UNKNOWN,
     PAUSED,
-    QUOTA_EXCEEDED,
     SURGE,
     SURGE_DRAIN,
-    UNSCHEDULABLE,
     Inputs,
     Plan,
     PodCreate,
@@ -387,65 +384,6 @@ def _clock(inp: Inputs, row: Row, op: Row) -> Row:
     return row
 
 
-def held_clock(
-    inp: Inputs, row: Row, current: Sequence[RolloutPod], replacing: Sequence[RolloutPod] = ()
-) -> Row:
-    """While the cluster holds an attempt the operation waits and its clock stops: a ResourceQuota
-    refused its pods (`QuotaExceeded`), the scheduler cannot place one (`Unschedulable`), or a pod it
-    must replace is on a node that stopped reporting (`NodeUnknown`). Once the hold ends the deadline
-    restarts in full. unschedulableGracePeriod still applies; a pause (`Paused`) is `_clock`'s."""
-    op = dict(row.get("operation") or {})
-    hold = None
-    if int(row["index"]) in inp.quota_refused:
-        hold = QUOTA_EXCEEDED
-    elif any(p.unschedulable_since is not None for p in current):
-        hold = UNSCHEDULABLE
-    elif any(p.node_unknown for p in replacing):
-        hold = NODE_UNKNOWN
-    waiting = op.get("waiting")
-    if waiting == PAUSED:
-        return row
-    if hold is not None and waiting != hold:
-        return {**row, "operation": {**op, "waiting": hold}}
-    if hold is None and waiting in HOLDS:
-        op.pop("waiting")
-        if inp.ready_timeout is not None:
-            op["deadline"] = format_time(inp.now + timedelta(seconds=inp.ready_timeout))
-        return {**row, "operation": op}
-    return row
-
-
-def attempt_failure(inp: Inputs, row: Row, current: list[RolloutPod], out: Plan) -> Row | None:
-    """lastFailure when the attempt failed: a revision fault on a new pod, a rejected pod, a pod
-    unschedulable past the grace, or the deadline. None while it may still succeed."""
-    now = format_time(inp.now)
-    for pod in sorted(current, key=lambda p: p.name):
-        if retry.counts_against_revision(pod.waiting_reason):
-            failure = {"podName": pod.name, "reason": pod.waiting_reason, "time": now}
-            if pod.container:
-                failure["containerName"] = pod.container
-            return failure
-    if (reason := inp.rejected.get(int(row["index"]))) is not None:
-        return {"podName": "", "reason": reason, "time": now}
-    if inp.unschedulable_grace is not None:
-        for pod in current:
-            since = pod.unschedulable_since
-            if since is None:
-                continue
-            over = since + timedelta(seconds=inp.unschedulable_grace)
-            if inp.now >= over:
-                return {"podName": pod.name, "reason": "Unschedulable", "time": now}
-            out.wake((over - inp.now).total_seconds())
-    op = row.get("operation") or {}
-    deadline = parse_time(op.get("deadline"))
-    if deadline is not None and op.get("waiting") not in HOLDS:
-        if inp.now >= deadline:
-            name = min((p.name for p in current), default="")
-            return {"podName": name, "reason": "DeadlineExceeded", "time": now}
-        out.wake((deadline - inp.now).total_seconds())
-    return None
-
-
 def fail_block(
     inp: Inputs, target: str, failure: Row, blocks: list[retry.Block], out: Plan
 ) -> list[retry.Block]:
@@ -513,8 +451,8 @@ def step_surge(
     current = [p for p in surge if not p.view.terminating and p not in leftovers]
     out.deletes += [p.name for p in leftovers]
     if op.get("step") == SURGE:
-        row = held_clock(inp, row, current)
-        failure = attempt_failure(inp, row, current, out)
+        row = clock.held_clock(inp, row, current)
+        failure = clock.attempt_failure(inp, row, current, out)
         if failure is not None:
             back = {k: v for k, v in row.items() if k not in ("operation",)}
             back.update(phase="Ready", targetRevision=row.get("runningRevision"), lastFailure=failure)
@@ -553,7 +491,7 @@ def step_drain(
     incarnation (names repeat, so only once the old ones are gone)."""
     incarnation = int(row.get("incarnation") or 1)
     stale = [p for p in pods if p.view.incarnation != incarnation]
-    row = held_clock(inp, row, [], [p for p in stale if p.view.terminating or p.view.drained])
+    row = clock.held_clock(inp, row, [], [p for p in stale if p.view.terminating or p.view.drained])
     for pod in stale:
         if pod.view.terminating:
             continue
@@ -567,8 +505,8 @@ def step_drain(
         row = {**row, "runningRevision": target}
     expected = own_names(inp, row["index"], data, active(row))
     current = [p for p in pods if p.name in expected and not p.view.terminating]
-    row = held_clock(inp, row, current)
-    failure = attempt_failure(inp, row, current, out)
+    row = clock.held_clock(inp, row, current)
+    failure = clock.attempt_failure(inp, row, current, out)
     if failure is not None:
         return {**row, "phase": "Failed", "lastFailure": failure}, fail_block(
             inp, target, failure, blocks, out
@@ -616,7 +554,7 @@ def step_in_place(
         elif not inp.strategy.mark_not_ready or pod.view.drained or not pod.view.ready:
             out.image_patches.append((pod.name, digest(target)))
         return row, blocks
-    failure = attempt_failure(inp, row, current, out)
+    failure = clock.attempt_failure(inp, row, current, out)
     if failure is not None:
         new = {**row, "phase": "Failed", "lastFailure": failure, "runningRevision": target}
         return new, fail_block(inp, target, failure, blocks, out)
