@@ -12,6 +12,7 @@ first, and the others wait in Accepted:
                         + Rejected)
     Accepted --maxMigrationsPerWindow reached--> Failed (RateLimited + Rejected)
     Accepted --another move runs, paused, the source busy or not Ready--> Accepted (waits)
+    (a pause holds every record, its deadline too: one that passed during the pause fails on resume)
     Accepted --start--> SurgePending (MigrationRequestAccepted): the source row goes Migrating, a surge
                         row (Creating, operation Migrate/MigrationSurge) takes the lowest unused index
     SurgePending --every surge pod serving for minReadySeconds, not paused--> SurgeReady
@@ -179,6 +180,8 @@ def _step_accepted(
     uuid, index = rec["requestUUID"], int(rec["sourceInstance"])
     if inp.mode == "Never":
         return _fail(inp, rec, NEVER_MESSAGE, ev.REJECTED, out)
+    if inp.paused:
+        return rec  # held until resumed, the deadline included (the resume wakes this pass)
     deadline = parse_time(rec.get("deadline"))
     if deadline is None or inp.now >= deadline:
         return _expire(inp, rec, ACCEPTED_EXPIRED, None, out)
@@ -297,7 +300,7 @@ def _step_active(
         if target is None or not surge_row(target):
             return _abandon(inp, rec, "surge instance lost", ev.REJECTED, rows, pods, out)
         deadline = parse_time(rec.get("deadline"))
-        if deadline is not None and inp.now >= deadline:
+        if deadline is not None and inp.now >= deadline and not inp.paused:
             return _abandon(inp, rec, SURGE_EXPIRED, ev.EXPIRED, rows, pods, out)
         wedged = _wedged(inp, pods.get(surge, []))
         if wedged is not None:
@@ -323,7 +326,7 @@ def _step_active(
     if source is None or not pods.get(index):
         return _complete(inp, rec, rows, out)
     deadline = parse_time(rec.get("deadline"))
-    late = deadline is not None and inp.now >= deadline
+    late = deadline is not None and inp.now >= deadline and not inp.paused
     if phase == DRAINING and late and not _drained(pods.get(index, [])):
         return _abandon(inp, rec, DRAIN_EXPIRED, ev.EXPIRED, rows, pods, out)
     for pod in pods.get(index, []):

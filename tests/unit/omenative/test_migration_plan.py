@@ -305,3 +305,22 @@ def test_a_gang_source_needs_from_node_to_host_one_of_its_pods() -> None:
     unscheduled = {k: v for k, v in spans.items() if k != pods[0].name}
     wait = mp.plan(inputs([record(from_node="gpu-node-9")], rows, pods, nodes=unscheduled, revisions=known))
     assert wait.records[0]["phase"] == "Accepted" and not wait.events
+
+
+def test_a_pause_holds_a_request_past_its_deadline_until_resume() -> None:
+    """migration-and-transient-scale.md: "A paused rollout holds every migration until you resume it, and a
+    request whose deadline passes during the pause fails when you do." """
+    rows, pods = two()
+    late = dataclasses.replace(inputs([record()], rows, pods, paused=True), now=NOW + timedelta(minutes=31))
+    held = mp.plan(late)
+    assert held.records[0]["phase"] == "Accepted" and not held.events and not held.creates
+    resumed = mp.plan(dataclasses.replace(late, paused=False))
+    assert resumed.records[0]["message"] == "deadline exceeded in phase Accepted: surge never allocated"
+    assert [e[1] for e in resumed.events] == ["MigrationExpired"]
+    # a surge waiting during the pause is held too, and expires on resume
+    rec, surge_rows = surging()
+    waiting = inputs([rec], surge_rows, [pod(0), pod(1), pod(2, containers_ready=False, gate=None)], paused=True)
+    held = mp.plan(dataclasses.replace(waiting, now=NOW + timedelta(minutes=31)))
+    assert held.records[0]["phase"] == "SurgePending" and not held.events
+    resumed = mp.plan(dataclasses.replace(waiting, paused=False, now=NOW + timedelta(minutes=31)))
+    assert resumed.records[0]["phase"] == "Failed" and [e[1] for e in resumed.events] == ["MigrationExpired"]
