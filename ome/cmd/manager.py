@@ -27,6 +27,7 @@ from ome.framework.leaderelection import ACQUIRE_JITTER, LeaderElectionConfig
 from ome.framework.manager import LeaderElectionLost, Manager, ManagerOptions
 from ome.framework.transport import ClientSettings
 from ome.framework.webhook_server import WebhookServer
+from ome.resolution import quota_governance
 from ome.webhooks import cert_bootstrap, registry, self_register
 
 log = structlog.get_logger("setup")
@@ -136,6 +137,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="InferenceServices reconciled at once")
     p.add_argument("--inferencereplica-max-concurrent-reconciles", type=_positive, default=1,
                    help="InferenceReplicas reconciled at once")
+    p.add_argument("--accelerator-resources", type=quota_governance.parse_resources, default=None,
+                   help="comma-separated resource names that send a component through quota admission when "
+                        "its pods request one; other OMENative components keep no kueue.x-k8s.io/queue-name "
+                        "label on their pods (default: every component)")
     p.add_argument("--enable-inferencereplica-controller", action=flags.BoolFlag, default=True,
                    help="run the InferenceReplica controller, which creates and updates the pods of "
                         "OMENative services (default true)")
@@ -215,6 +220,7 @@ async def run(args: argparse.Namespace) -> int:
         settings.revision_grace = timedelta(seconds=args.runtime_revision_grace_period)
         settings.config_cache_ttl = args.config_cache_ttl
         settings.inferencereplica_controller = args.enable_inferencereplica_controller
+        quota_governance.QUOTA.names = args.accelerator_resources
         wiring.add_controllers(manager, settings)
         registered: list[wiring.Registration] = []
         if webhook is not None:

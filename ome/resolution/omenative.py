@@ -18,7 +18,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.omenative import rollout_budget
 from ome.omenative.revisions import EXCLUDED_KEYS_ANNOTATION
 from ome.omenative.rollout_budget import OperatorDefault
-from ome.resolution import naming, objects
+from ome.resolution import naming, objects, quota_governance
 from ome.resolution.components import ComponentPlan
 
 Obj = dict[str, Any]
@@ -124,15 +124,20 @@ def controller_marks(isvc: Mapping[str, Any]) -> dict[str, str]:
 def runners(plan: ComponentPlan) -> list[Obj]:
     """`default` for a single-pod Instance; `leader` (1 pod) and `worker` (`worker.size` pods) otherwise."""
     if plan.leader_pod_spec is None or plan.worker_pod_spec is None:
-        return [_runner("default", 1, plan, plan.pod_spec)]
+        specs = [plan.pod_spec]
+        is_governed = quota_governance.governed(specs, quota_governance.QUOTA.names)
+        return [_runner("default", 1, plan, plan.pod_spec, is_governed)]
+    specs = [plan.leader_pod_spec, plan.worker_pod_spec]
+    is_governed = quota_governance.governed(specs, quota_governance.QUOTA.names)
     return [
-        _runner("leader", 1, plan, plan.leader_pod_spec),
-        _runner("worker", max(plan.worker_size, 1), plan, plan.worker_pod_spec),
+        _runner("leader", 1, plan, plan.leader_pod_spec, is_governed),
+        _runner("worker", max(plan.worker_size, 1), plan, plan.worker_pod_spec, is_governed),
     ]
 
 
-def _runner(name: str, size: int, plan: ComponentPlan, pod_spec: Obj) -> Obj:
-    meta: Obj = {"labels": dict(plan.labels)}
+def _runner(name: str, size: int, plan: ComponentPlan, pod_spec: Obj, is_governed: bool = True) -> Obj:
+    # --accelerator-resources: a component requesting none of them keeps no queue label on its pods.
+    meta: Obj = {"labels": quota_governance.pod_labels(plan.labels, is_governed)}
     if plan.annotations:
         meta["annotations"] = dict(plan.annotations)
     return {"name": name, "size": size, "template": {"metadata": meta, "spec": pod_spec}}
