@@ -18,6 +18,7 @@ from ome.devcluster.kwok_stages import PULL_FAILS
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.resources import Resource as ResourceType
 from ome.omenative.rollout_retry import RetryPolicy
 from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings
@@ -413,3 +414,40 @@ async def test_leader_and_workers_surge_whole_at_a_new_index(
     pods = await pods_of(client, namespace)
     assert sorted(pods) == ["gang-engine-1-leader-0", "gang-engine-1-worker-0", "gang-engine-1-worker-1"]
     assert {p["spec"]["containers"][0]["image"] for p in pods.values()} == {"vllm:2"}
+
+
+RESOURCE_QUOTAS = ResourceType("", "v1", "ResourceQuota", "resourcequotas", True)
+
+
+async def test_a_quota_refused_surge_waits_as_quota_exceeded_then_finishes_once_raised(
+    client: Client, namespace: str, manager: Manager
+) -> None:
+    """The API server's ResourceQuota admission refuses the surge pod: the Instance's update waits with
+    `operation.waiting: QuotaExceeded` while the old pod serves, and moves on once the quota is raised."""
+    strategy = {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}
+    await client.create(INFERENCE_REPLICAS, replica("quota-engine", strategy, replicas=1), namespace)
+    await settled(client, namespace, "quota-engine", replicas=1)
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods"},
+             "spec": {"hard": {"pods": "1"}}}
+    await client.create(RESOURCE_QUOTAS, quota, namespace)
+
+    async def enforced() -> bool:  # KCM's quota controller has counted the namespace's pods
+        st = (await client.get(RESOURCE_QUOTAS, "pods", namespace)).get("status") or {}
+        return (st.get("used") or {}).get("pods") == "1"
+
+    await until(enforced)
+    async with sampling(client, namespace) as sampler:
+        await set_runners(client, namespace, "quota-engine", runners("vllm:2"))
+
+        async def waiting() -> Obj | None:
+            obj = await client.get(INFERENCE_REPLICAS, "quota-engine", namespace)
+            [row] = obj["status"]["instanceStatuses"]
+            return row if (row.get("operation") or {}).get("waiting") == "QuotaExceeded" else None
+
+        row = await until(waiting)
+        assert row["phase"] == "Updating" and row["operation"]["step"] == "Surge"
+        await client.patch(RESOURCE_QUOTAS, "pods", {"spec": {"hard": {"pods": "2"}}}, namespace)
+        after = await settled(client, namespace, "quota-engine", replicas=1)
+    assert sampler.min_serving >= 1, sampler
+    [row] = after["status"]["instanceStatuses"]
+    assert row.get("activeOrdinal") == 1 and "operation" not in row
