@@ -343,3 +343,54 @@ async def test_a_sequence_rolls_the_decoder_then_waits_out_the_soak(
         isvc = await client.get(INFERENCE_SERVICES, "seq", namespace)
         groups = isvc["status"]["rolloutCoordination"]["groups"]
         assert [(g["policy"], g["order"]) for g in groups] == [("Sequential", ["decoder", "engine"])]
+
+
+async def test_a_pairing_protocol_change_keeps_a_same_token_pair_serving(
+    client: Client, namespace: str, manager: Manager
+) -> None:
+    async with pd_catalog(client, namespace) as (model, runtime):
+        rollout = {"pairingProtocol": "kv-v1", "groups": [{"components": ["engine", "decoder"], "blueGreen": {}}]}
+        await client.create(INFERENCE_SERVICES, service("tok", model, runtime, 2, 2, rollout), namespace)
+        await settled(client, namespace, "tok", 2, 2)
+        lowest = {"kv-v1": 1 << 30}
+        tokens_seen: set[str] = set()
+        gaps: list[Any] = []
+
+        class TokenWatch:
+            pods: dict[str, Obj] = {}
+            events = 0
+
+            def observe(self, event: str, pod: Obj) -> None:
+                name = pod["metadata"]["name"]
+                if event == "DELETED":
+                    self.pods.pop(name, None)
+                else:
+                    self.pods[name] = pod
+                self.events += 1
+                pairs: dict[str, set[str]] = {}
+                for p in self.pods.values():
+                    if serving(p):
+                        labels = p["metadata"]["labels"]
+                        token = labels.get("ome.io/pairing-protocol", "")
+                        tokens_seen.add(token)
+                        pairs.setdefault(token, set()).add(labels["component"])
+                same = [t for t, comps in pairs.items() if {"engine", "decoder"} <= comps]
+                if self.events > 4 and not same:  # past the initial listing of the four pods
+                    gaps.append(sorted((p["metadata"]["name"], p["metadata"]["labels"].get(
+                        "ome.io/pairing-protocol", ""), serving(p)) for p in self.pods.values()))
+                if self.events > 4:
+                    lowest["kv-v1"] = min(lowest["kv-v1"], len(same))
+
+        watch = TokenWatch()
+        async with watching_pods(client, namespace, watch):
+            await client.patch(INFERENCE_SERVICES, "tok", {"spec": {"rollout": {"pairingProtocol": "kv-v2"}}},
+                               namespace)
+
+            async def moved() -> bool:
+                pods = await live_pods(client, namespace, "engine") + await live_pods(client, namespace, "decoder")
+                return len(pods) == 4 and all(p["metadata"]["labels"].get("ome.io/pairing-protocol") == "kv-v2"
+                                              for p in pods) and all(serving(p) for p in pods)
+
+            await eventually(moved, timeout=180, interval=0.3)
+        assert watch.events > 10 and tokens_seen >= {"kv-v1", "kv-v2"}, tokens_seen
+        assert lowest["kv-v1"] >= 1, gaps[:3]
