@@ -271,7 +271,13 @@ async def version(ctx: Ctx, args: argparse.Namespace) -> str:
         operator = operator_version(deployment)
     except errors.ApiError as exc:
         reason = next((r for t, r in _REASONS if isinstance(exc, t)), "MalformedResponse")
-        operator = f"unknown (get deployments.apps {args.ome_namespace}/{MANAGER_DEPLOYMENT}: {reason})"
+        if isinstance(exc, errors.ServerError) and exc.status == 503:
+            reason = "ServiceUnavailable"
+        if isinstance(exc, errors.NotFound) and MANAGER_DEPLOYMENT not in exc.message:
+            # A 404 that doesn't name the Deployment: a proxy or another server answered.
+            operator = "unknown (get deployments.apps: OMEAPIMissing (install OME first))"
+        else:
+            operator = f"unknown (get deployments.apps {args.ome_namespace}/{MANAGER_DEPLOYMENT}: {reason})"
     return version_text(ctx.stdout, client_version(), operator)
 
 

@@ -21,7 +21,7 @@ from ome.framework import errors
 from ome.kubectl_ome.connection import parse_duration
 from ome.kubectl_ome.context import RELEASE_HELD, RUNTIME_SYNC, Ctx
 from ome.kubectl_ome.failures import CliError, Unmet
-from ome.kubectl_ome.output import document, field_table, render
+from ome.kubectl_ome.output import document, field_table, render, rfc3339
 from ome.kubectl_ome.parsing import add_command, add_name, add_output
 from ome.kubectl_ome.rollout_report import summarize
 from ome.kubectl_ome.status_report import check_condition
@@ -30,6 +30,7 @@ from ome.resolution.modes import COMPONENTS
 Obj = dict[str, Any]
 
 POLL_SECONDS: Final = 5.0
+UNMET_MESSAGE: Final = "RequestedConditionUnmet"
 MAX_TIMEOUT: Final = 24 * 3600.0
 WATCH_SECONDS: Final = 300
 _ROLLOUT: Final = {"stable": "Succeeded", "failed": "Failed", "rolled-back": "RolledBack"}
@@ -137,106 +138,259 @@ def check_flags(pred: Predicate, args: argparse.Namespace) -> float:
 
 @dataclass(slots=True)
 class Check:
+    """One check's verdict and its report rows, in the places the report puts them."""
+
     matched: bool
     reason: str
     evidence: str
-    rows: list[tuple[str, str]] = field(default_factory=list)
+    head: list[tuple[str, str]] = field(default_factory=list)
+    """Between Requested and Outcome: the flag values."""
+    observed: list[tuple[str, str]] = field(default_factory=list)
+    """Between Outcome and Reason: what the check saw."""
+    after: list[tuple[str, str]] = field(default_factory=list)
+    """Between Evidence and Source method: freshness, caveats, inspection."""
+    tail: list[tuple[str, str]] = field(default_factory=list)
+    wide: list[tuple[str, str]] = field(default_factory=list)
+    data: Obj = field(default_factory=dict)
+    """The predicate's object in the JSON report (`observed`, `rollout`, `migration`, ...)."""
+
+
+JSON_KEYS: Final = {
+    "condition": "observed",
+    "rollout": "rollout",
+    "migration": "migration",
+    "replicas=ready": "readyReplicas",
+    "replicas=current": "scale",
+    "runtime-sync": "runtimeSync",
+    "held-revision": "heldRevision",
+}
+SHORT_FOOTER: Final = frozenset({"replicas=current", "held-revision"})
+
+
+def _condition(pred: Predicate, isvc: Mapping[str, Any]) -> Check:
+    cond = check_condition((isvc.get("status") or {}).get("conditions") or [], "Ready")
+    state = "Complete" if not cond.warnings else "Partial"
+    check = Check(
+        False,
+        "",
+        "Reported",
+        observed=[("Observed Ready", cond.status), ("Condition validity", cond.validity)],
+        after=[
+            ("Generation freshness", "Unverifiable"),
+            ("Freshness caveat", "Reported condition; not current-spec convergence"),
+            ("Condition inspection", f"{state} ({cond.inspected}/{cond.total})"),
+            *(("Inspection warning", w) for w in cond.warnings),
+        ],
+        data={
+            "status": cond.status,
+            "validity": cond.validity,
+            "generationFreshness": "Unverifiable",
+            "inspection": {
+                "state": state,
+                "total": cond.total,
+                "inspected": cond.inspected,
+                "warnings": list(cond.warnings),
+            },
+        },
+    )
+    if cond.validity != "Valid":
+        recorded = cond.status == "NotRecorded" and not cond.warnings
+        check.reason = "ConditionNotRecorded" if recorded else "InvalidCondition"
+        check.evidence = "Unavailable" if cond.status == "NotRecorded" else "Reported"
+        return check
+    check.matched = cond.status == pred.value
+    check.reason = "ConditionMatched" if check.matched else "ConditionNotMatched"
+    return check
+
+
+def _rollout(pred: Predicate, isvc: Mapping[str, Any]) -> Check:
+    summary = summarize(isvc)
+    matched = summary.reported == pred.value
+    return Check(
+        matched,
+        "RolloutMatched" if matched else "RolloutNotMatched",
+        "Reported",
+        observed=[
+            ("Reported rollout", summary.reported),
+            ("Rollout state", summary.state),
+            ("Rollout validity", "Valid"),
+        ],
+        after=[
+            ("Rollout epoch", summary.epoch),
+            ("Coordination Ready", summary.coordination),
+            ("Freshness caveat", "Reported rollout; not current-spec convergence"),
+            ("Attribution caveat", "Same-object state; not action attribution"),
+            ("Rollout inspection", "Complete"),
+            ("Expansion", "JSON/YAML retain complete safe report values"),
+        ],
+        tail=[("Rollout issue", i) for i in summary.issues],
+        data={
+            "reported": summary.reported,
+            "state": summary.state,
+            "validity": "Valid",
+            "epoch": summary.epoch,
+            "coordinationReady": summary.coordination,
+            "issues": list(summary.issues),
+        },
+    )
+
+
+def _runtime_sync(isvc: Mapping[str, Any], args: argparse.Namespace) -> Check:
+    token = f"cli-runtime-sync-{args.request_id}"
+    meta, spec, status = isvc.get("metadata") or {}, isvc.get("spec") or {}, isvc.get("status") or {}
+    annotation = (meta.get("annotations") or {}).get(RUNTIME_SYNC)
+    recorded = status.get("lastRuntimeSyncToken")
+    state = "Acknowledged" if recorded == token else ("Pending" if annotation == token else "Superseded")
+    drifted = any(c.get("type") == "RuntimeDrifted" for c in status.get("conditions") or [])
+    ref = spec.get("runtime") or {}
+    managed = bool(ref.get("name")) and ref.get("autoSync") is False and not ref.get("revision")
+    placed = bool(spec.get("placement")) or any(
+        k.startswith("ome.io/placement-") for k in meta.get("annotations") or {}
+    )
+    matched = state == "Acknowledged" and not drifted and managed and not placed
+    observed = [
+        ("Token state", state),
+        ("Drift state", "Drifted" if drifted else "Clear"),
+        ("Managed pin", "Managed" if managed else "NotManaged"),
+        ("Placement", "Placed" if placed else "Direct"),
+        ("Validity", "Valid"),
+    ]
+    return Check(
+        matched,
+        "RuntimeSyncObserved"
+        if matched
+        else f"RuntimeSync{state}"
+        if state != "Acknowledged"
+        else "RuntimeSyncBlocked",
+        "Reported",
+        head=[("Request ID", str(args.request_id))],
+        observed=observed,
+        after=[
+            ("Interpretation", "Token acknowledged in bound parent snapshot"),
+            ("Sync caveat", "Reported token; not live-runtime convergence"),
+            ("Attribution", "Same-object state; not action attribution"),
+        ],
+        data={k[0].lower() + k[1:].replace(" ", ""): v for k, v in observed},
+    )
 
 
 def check_service(pred: Predicate, isvc: Mapping[str, Any], args: argparse.Namespace) -> Check:
     """The predicates answered by the InferenceService alone (pure)."""
     if pred.kind == "condition":
-        cond = check_condition((isvc.get("status") or {}).get("conditions") or [], "Ready")
-        rows = [
-            ("Observed Ready", cond.status),
-            ("Condition validity", cond.validity),
-            ("Generation freshness", "Unverifiable"),
-            (
-                "Condition inspection",
-                f"{'Complete' if not cond.warnings else 'Partial'} ({cond.inspected}/{cond.total})",
-            ),
-        ]
-        rows += [("Inspection warning", w) for w in cond.warnings]
-        if cond.validity != "Valid":
-            reason = (
-                "ConditionNotRecorded"
-                if cond.status == "NotRecorded" and not cond.warnings
-                else "InvalidCondition"
-            )
-            return Check(False, reason, "Unavailable" if cond.status == "NotRecorded" else "Reported", rows)
-        matched = cond.status == pred.value
-        return Check(matched, "ConditionMatched" if matched else "ConditionNotMatched", "Reported", rows)
+        return _condition(pred, isvc)
     if pred.kind == "rollout":
-        summary = summarize(isvc)
-        rows = [
-            ("Reported rollout", summary.reported),
-            ("Rollout state", summary.state),
-            ("Rollout epoch", summary.epoch),
-            ("Coordination Ready", summary.coordination),
-            ("Rollout validity", "Valid"),
-            ("Rollout inspection", "Complete"),
-        ]
-        rows += [("Rollout issue", i) for i in summary.issues]
-        matched = summary.reported == pred.value
-        return Check(matched, "RolloutMatched" if matched else "RolloutNotMatched", "Reported", rows)
+        return _rollout(pred, isvc)
     if pred.kind == "runtime-sync":
-        token = f"cli-runtime-sync-{args.request_id}"
-        annotation = ((isvc.get("metadata") or {}).get("annotations") or {}).get(RUNTIME_SYNC)
-        recorded = (isvc.get("status") or {}).get("lastRuntimeSyncToken")
-        state = "Acknowledged" if recorded == token else ("Pending" if annotation == token else "Superseded")
-        drifted = any(
-            c.get("type") == "RuntimeDrifted" for c in (isvc.get("status") or {}).get("conditions") or []
-        )
-        matched = state == "Acknowledged" and not drifted
-        return Check(
-            matched,
-            "TokenAcknowledged" if matched else f"Token{state}",
-            "Reported",
-            [("Request ID", str(args.request_id)), ("Token state", state)],
-        )
+        return _runtime_sync(isvc, args)
     raise AssertionError(pred.kind)
+
+
+def _head(pred: Predicate, args: argparse.Namespace) -> list[tuple[str, str]]:
+    if pred.kind == "migration":
+        return [("Request ID", str(args.request_id))]
+    rows = [("Component", str(args.component))] if args.component else []
+    if pred.kind == "replicas=ready":
+        rows.append(("Target ready", str(args.replicas)))
+    elif pred.kind == "replicas=current":
+        rows.append(("Target replicas", str(args.replicas)))
+    elif pred.kind == "held-revision":
+        rows += [("Revision", str(args.revision)), ("InferenceReplica", str(args.ir_name))]
+    return rows
+
+
+_NOT_MATCHED: Final = {
+    "replicas=ready": "ReplicaReadyNotMatched",
+    "replicas=current": "ReplicaScaleNotMatched",
+    "held-revision": "Held",
+    "migration": "MigrationNotTerminal",
+}
 
 
 def check_replica(pred: Predicate, replica: Mapping[str, Any] | None, args: argparse.Namespace) -> Check:
     """The predicates answered by the component's InferenceReplica (pure)."""
-    rows = [("Component", str(args.component))] if args.component else []
+    head = _head(pred, args)
     if replica is None:
-        return Check(False, "InferenceReplicaNotFound", "Unavailable", rows)
+        return Check(
+            False,
+            "InferenceReplicaNotFound",
+            "Unavailable",
+            head=head,
+            observed=[("Validity", "Unavailable")],
+            data={"validity": "Unavailable"},
+        )
     meta, spec, status = replica.get("metadata") or {}, replica.get("spec") or {}, replica.get("status") or {}
-    if status.get("observedGeneration") != meta.get("generation"):
-        return Check(False, "InferenceReplicaStale", "Unavailable", rows)
+    fresh = "Current" if status.get("observedGeneration") == meta.get("generation") else "Stale"
+    if fresh != "Current" and pred.kind != "replicas=current":
+        return Check(
+            False,
+            "InferenceReplicaStale",
+            "Unavailable",
+            head=head,
+            observed=[("Validity", "Unavailable")],
+            data={"validity": "Unavailable"},
+        )
     if pred.kind == "replicas=ready":
         ready = status.get("readyReplicas", 0)
-        rows += [("Target ready", str(args.replicas)), ("Observed ready", str(ready))]
         matched = ready == int(args.replicas)
-        return Check(matched, "CountMatched" if matched else "CountNotMatched", "Reported", rows)
+        return Check(
+            matched, "ReplicaReadyMatched" if matched else _NOT_MATCHED[pred.kind], "Reported", head=head,
+            observed=[("Observed ready", str(ready)), ("Count validity", "Valid")],
+            after=[("Interpretation", "Exact at observed IR snapshot")],
+            wide=[("Count authority", "IR status; not /scale or an action receipt"),
+                  ("Readiness caveat", "Ready count; not serving or availability"),
+                  ("Cancellation", "Cooperative requests; plugins may ignore it")],
+            data={"observedReady": ready, "targetReady": int(args.replicas), "validity": "Valid"},
+        )  # fmt: skip
     if pred.kind == "replicas=current":
         want = int(args.replicas)
-        rows += [
-            ("Target replicas", str(want)),
-            ("Observed spec", str(spec.get("replicas"))),
-            ("Observed current", str(status.get("replicas", 0))),
+        current = status.get("replicas", 0)
+        matched = fresh == "Current" and spec.get("replicas") == want and current == want
+        observed = [
+            ("Spec replicas", str(spec.get("replicas"))),
+            ("Current replicas", str(current)),
+            ("Ready replicas", str(status.get("readyReplicas", 0))),
+            ("Status encoding", str(status.get("instanceStatusEncoding") or "DenseV1")),
+            ("Validity", "Valid"),
+            ("Freshness", fresh),
         ]
-        matched = spec.get("replicas") == want and status.get("replicas", 0) == want
-        return Check(matched, "CountMatched" if matched else "CountNotMatched", "Reported", rows)
+        return Check(
+            matched, "ReplicaScaleMatched" if matched else _NOT_MATCHED[pred.kind], "Reported", head=head,
+            observed=observed,
+            after=[("Interpretation", "Exact desired and current count at IR snapshot"),
+                   ("Count caveat", "Current = logical Instances any phase; Ready separate"),
+                   ("Attribution", "Exact IR snapshot; not action attribution")],
+            data={"specReplicas": spec.get("replicas"), "currentReplicas": current,
+                  "readyReplicas": status.get("readyReplicas", 0), "freshness": fresh, "validity": "Valid"},
+        )  # fmt: skip
     if pred.kind == "held-revision":
-        rows.append(("Revision", str(args.revision)))
-        held = any(
-            b.get("targetRevision") == args.revision and b.get("state") == "Held"
-            for b in status.get("retryBlocks") or []
-        )
+        blocks = [b for b in status.get("retryBlocks") or [] if b.get("targetRevision") == args.revision]
+        target = str(blocks[0].get("state") or "Unknown") if blocks else "Absent"
         mailbox = RELEASE_HELD in (meta.get("annotations") or {})
-        rows.append(("Held", str(held).lower()))
-        matched = not held and not mailbox
-        return Check(matched, "RevisionUnheld" if matched else "RevisionHeld", "Reported", rows)
+        matched = target != "Held" and not mailbox
+        return Check(
+            matched, "Unheld" if matched else _NOT_MATCHED[pred.kind], "Reported", head=head,
+            observed=[("Target state", target), ("Mailbox", "Present" if mailbox else "Absent"),
+                      ("Validity", "Valid")],
+            after=[("Interpretation", "Exact revision no longer Held on original IR"),
+                   ("Attribution", "Unverifiable; not action attribution"),
+                   ("State caveat", "Pruning/re-Held races; no request receipt")],
+            data={"targetState": target, "mailbox": "Present" if mailbox else "Absent", "validity": "Valid"},
+        )  # fmt: skip
     if pred.kind == "migration":
         rec = next(
             (m for m in status.get("migrations") or [] if m.get("requestUUID") == args.request_id), None
         )
-        phase = (rec or {}).get("phase")
-        rows = [("Request ID", str(args.request_id)), ("Migration outcome", str(phase or "NotRecorded"))]
-        matched = phase in ("Completed", "Failed", "Relocated")
-        return Check(matched, "MigrationTerminal" if matched else "MigrationNotTerminal", "Reported", rows)
+        phase = str((rec or {}).get("phase") or "NotRecorded")
+        terminal = phase in ("Completed", "Failed", "Relocated")
+        outcome = str((rec or {}).get("outcome") or phase) if terminal else "-"
+        return Check(
+            terminal, "MigrationMatched" if terminal else _NOT_MATCHED[pred.kind], "Reported", head=head,
+            observed=[("Migration phase", phase), ("Migration outcome", outcome),
+                      ("Component", str(spec.get("component") or "-")), ("Migration validity", "Valid")],
+            after=[("Attribution", "Exact request ID in live IR status")],
+            data={"migrationPhase": phase, "migrationOutcome": outcome, "component": spec.get("component"),
+                  "validity": "Valid"},
+        )  # fmt: skip
     raise AssertionError(pred.kind)
 
 
@@ -253,6 +407,7 @@ class Counters:
 async def _replica_check(
     ctx: Ctx, pred: Predicate, isvc: Mapping[str, Any], args: argparse.Namespace, counters: Counters
 ) -> Check:
+    """The InferenceReplica reads belong to the check: GET / WATCH / polls counts the service's reads."""
     names = (
         [args.ir_name]
         if args.ir_name
@@ -260,16 +415,34 @@ async def _replica_check(
     )
     for name in names:
         try:
-            counters.gets += 1
             replica = await ctx.client.get(INFERENCE_REPLICAS, name, ctx.namespace)
         except errors.NotFound:
             continue
         if args.ir_uid and (replica.get("metadata") or {}).get("uid") != args.ir_uid:
-            return Check(False, "InferenceReplicaReplaced", "Unavailable")
+            return Check(False, "InferenceReplicaReplaced", "Unavailable", head=_head(pred, args))
         result = check_replica(pred, replica, args)
         if pred.kind != "migration" or result.matched or name == names[-1]:
             return result
     return check_replica(pred, None, args)
+
+
+def report_rows(
+    pred: Predicate, service: str, outcome: str, check: Check, counters: Counters, elapsed: int, wide: bool
+) -> list[tuple[str, str]]:
+    rows = [("Service", service), ("Requested", pred.requested), *check.head, ("Outcome", outcome)]
+    rows += [*check.observed, ("Reason", check.reason), ("Evidence", check.evidence), *check.after]
+    rows.append(("Source method", counters.method))
+    counts = ("GET / WATCH / polls", f"{counters.gets} / {counters.watches} / {counters.polls}")
+    if pred.kind in SHORT_FOOTER:
+        rows += [counts, ("Elapsed milliseconds", str(elapsed))]
+    else:
+        rows += [("Polling fallback", "false"), ("Elapsed milliseconds", str(elapsed)), counts]
+    if pred.kind in ("condition", "rollout"):
+        rows.append(("Events / observations", f"{counters.events} / {counters.observations}"))
+    rows += check.tail
+    if wide:
+        rows += check.wide
+    return rows
 
 
 async def wait(ctx: Ctx, args: argparse.Namespace) -> str:
@@ -277,7 +450,7 @@ async def wait(ctx: Ctx, args: argparse.Namespace) -> str:
     timeout = check_flags(pred, args)
     counters = Counters()
     started = time.monotonic()
-    outcome, last = "TimedOut", Check(False, "PredicateUnmet", "Unavailable")
+    outcome, last = "TimedOut", Check(False, "PredicateUnmet", "Unavailable", head=_head(pred, args))
     uid: str | None = None
 
     async def evaluate(isvc: Mapping[str, Any]) -> Check:
@@ -322,43 +495,42 @@ async def wait(ctx: Ctx, args: argparse.Namespace) -> str:
     except TimeoutError:
         outcome = "TimedOut"
     elapsed = int((time.monotonic() - started) * 1000)
-    rows = [
-        ("Service", f"{ctx.namespace}/{args.name}"),
-        ("Requested", pred.requested),
-        ("Outcome", outcome),
-        ("Reason", last.reason),
-        ("Evidence", last.evidence),
-        *last.rows,
-        ("Source method", counters.method),
-    ]
-    if pred.kind not in ("replicas=current", "held-revision"):
-        rows.append(("Polling fallback", "false"))
-    rows += [
-        ("Elapsed milliseconds", str(elapsed)),
-        ("GET / WATCH / polls", f"{counters.gets} / {counters.watches} / {counters.polls}"),
-    ]
-    if pred.kind in ("condition", "rollout"):
-        rows.append(("Events / observations", f"{counters.events} / {counters.observations}"))
     if args.output in ("json", "yaml"):
-        content = {
-            "requested": pred.requested,
-            "outcome": outcome,
-            "reason": last.reason,
-            "evidence": last.evidence,
-            "observed": dict(last.rows),
-            "elapsedMilliseconds": elapsed,
-            "counts": {"get": counters.gets, "watch": counters.watches, "polls": counters.polls},
-            "sourceMethod": counters.method,
-            "pollingFallback": False,
-        }
+        content: Obj = {"requested": pred.requested, "outcome": outcome, "reason": last.reason}
+        content[JSON_KEYS[pred.kind]] = last.data
+        content.update(
+            {
+                "evidence": last.evidence,
+                "elapsedMilliseconds": elapsed,
+                "counts": {
+                    "gets": counters.gets,
+                    "watches": counters.watches,
+                    "polls": counters.polls,
+                    "events": counters.events,
+                    "observations": counters.observations,
+                },
+                "sourceMethod": counters.method,
+                "pollingFallback": False,
+            }
+        )
         text = render(
-            document("WaitReport", content, metadata={"name": args.name, "namespace": ctx.namespace}),
+            document(
+                "WaitReport",
+                content,
+                metadata={"namespace": ctx.namespace, "name": args.name},
+                collectedAt=rfc3339(ctx.now()),
+                sources=[],
+                warnings=[],
+            ),
             args.output,
         )
     else:
+        rows = report_rows(
+            pred, f"{ctx.namespace}/{args.name}", outcome, last, counters, elapsed, args.output == "wide"
+        )
         text = field_table(rows, None if args.output == "wide" else 64)
     if outcome != "Matched":
-        raise Unmet(text, None)
+        raise Unmet(text, UNMET_MESSAGE)
     return text
 
 
