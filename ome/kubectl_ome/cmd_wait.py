@@ -31,6 +31,8 @@ Obj = dict[str, Any]
 
 POLL_SECONDS: Final = 5.0
 UNMET_MESSAGE: Final = "RequestedConditionUnmet"
+clock: Callable[[], float] = time.monotonic
+"""Measures Elapsed milliseconds (tests freeze it)."""
 MAX_TIMEOUT: Final = 24 * 3600.0
 WATCH_SECONDS: Final = 300
 _ROLLOUT: Final = {"stable": "Succeeded", "failed": "Failed", "rolled-back": "RolledBack"}
@@ -449,7 +451,7 @@ async def wait(ctx: Ctx, args: argparse.Namespace) -> str:
     pred = parse_predicate(args.predicate)
     timeout = check_flags(pred, args)
     counters = Counters()
-    started = time.monotonic()
+    started = clock()
     outcome, last = "TimedOut", Check(False, "PredicateUnmet", "Unavailable", head=_head(pred, args))
     uid: str | None = None
 
@@ -494,7 +496,7 @@ async def wait(ctx: Ctx, args: argparse.Namespace) -> str:
         outcome = await asyncio.wait_for(run(), timeout)
     except TimeoutError:
         outcome = "TimedOut"
-    elapsed = int((time.monotonic() - started) * 1000)
+    elapsed = int((clock() - started) * 1000)
     if args.output in ("json", "yaml"):
         content: Obj = {"requested": pred.requested, "outcome": outcome, "reason": last.reason}
         content[JSON_KEYS[pred.kind]] = last.data

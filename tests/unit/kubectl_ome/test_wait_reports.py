@@ -23,7 +23,7 @@ SYNC = "123e4567-e89b-42d3-a456-426614174000"
 @pytest.fixture
 def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Elapsed milliseconds read 0, as in the docs' examples (only for waits that match on the first read)."""
-    monkeypatch.setattr(cmd_wait.time, "monotonic", lambda: 100.0)
+    monkeypatch.setattr(cmd_wait, "clock", lambda: 100.0)
 
 
 def ready_service() -> dict[str, Any]:
