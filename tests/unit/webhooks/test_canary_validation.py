@@ -166,3 +166,47 @@ def test_policy_portability_rules() -> None:
     ok = {"canary": {"steps": steps, "prometheus": {"providerRef": {"name": "cluster-prometheus"}}}}
     assert canary_validation.policy_body_error(ok) is None
     assert canary_validation.policy_body_error({"blueGreen": {}}) is None
+
+
+class _Reader:
+    """The cache as the policy webhook reads it: InferenceServices that name the policy."""
+
+    def __init__(self, *services: dict[str, Any]) -> None:
+        self.services = list(services)
+
+    def list(self, res: Any, namespace: str | None = None, **_: Any) -> list[dict[str, Any]]:
+        return [s for s in self.services if res.plural == "inferenceservices"]
+
+    def get_or_none(self, res: Any, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return None
+
+
+def _policy_request(operation: str, spec: dict[str, Any], old: dict[str, Any] | None = None) -> Any:
+    from ome.webhooks.handler import AdmissionRequest
+
+    obj = {"metadata": {"name": "canary-strict", "namespace": "llama-demo"}, "spec": spec}
+    old_obj = {"metadata": obj["metadata"], "spec": old} if old is not None else None
+    return AdmissionRequest("u", "RolloutPolicy", operation, "llama-demo", "canary-strict", "alice", obj, old_obj)
+
+
+def test_the_rollout_policy_webhook_applies_the_body_rules_and_warns_on_an_edit_in_use() -> None:
+    from ome.webhooks import policy_deletion
+
+    user = {"metadata": {"name": "llama-chat", "namespace": "llama-demo"}, "spec": {"rollout": {"groups": [
+        {"components": ["engine"], "policyRef": {"name": "canary-strict", "progression": "canary"}}]}}}
+    reader = _Reader(user)
+    bad = {"canary": {"steps": STEPS, "prometheus": {"serverAddress": "http://p:9090"}}}
+    denied = policy_deletion.validate_rollout_policy(_policy_request("CREATE", bad), reader)
+    assert (denied.denial or "").startswith("spec.canary.prometheus.serverAddress is not allowed in a policy body")
+    good = {"canary": {"steps": STEPS}}
+    assert policy_deletion.validate_rollout_policy(_policy_request("CREATE", good), reader).denial is None
+    edited = {"canary": {"steps": [{"capacity": "50%", "traffic": 50, "pause": {}}, STEPS[1]]}}
+    outcome = policy_deletion.validate_rollout_policy(_policy_request("UPDATE", edited, good), reader)
+    assert outcome.denial is None and len(outcome.warnings) == 1
+    assert "next rollout" in outcome.warnings[0]
+    kind_change = policy_deletion.validate_rollout_policy(
+        _policy_request("UPDATE", {"rollingUpdate": {"maxSurge": "25%"}}, good), reader)
+    assert (kind_change.denial or "").endswith("(RolloutPolicyInvalid)")
+    unused = policy_deletion.validate_rollout_policy(
+        _policy_request("UPDATE", {"rollingUpdate": {"maxSurge": "25%"}}, good), _Reader())
+    assert unused.denial is None and not unused.warnings
