@@ -202,6 +202,17 @@ def quiet_logs() -> Iterator[None]:
             structlog.reset_defaults()
 
 
+TRAFFIC_FLAGS: Final = "invalid traffic action flags; use --help"
+
+
+def usage_message(argv: Sequence[str], exc: UsageError) -> str:
+    """argparse's message, except for `traffic drain|undrain`, whose flag errors have one fixed text."""
+    words = [a for a in argv if not a.startswith("-")]
+    if words[:1] == ["traffic"] and any(w in ("drain", "undrain") for w in words[1:3]):
+        return TRAFFIC_FLAGS
+    return str(exc)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     with quiet_logs():
         return _main(argv)
@@ -212,7 +223,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {usage_message(argv if argv is not None else sys.argv[1:], exc)}", file=sys.stderr)
         return GENERAL
     except SystemExit as exc:  # --help printed its text
         return 0 if exc.code in (0, None) else GENERAL

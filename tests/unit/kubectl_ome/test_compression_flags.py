@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+from typing import Any
 
 from kubernetes_asyncio.client import Configuration
 
@@ -33,3 +34,10 @@ def test_the_flags_parse_and_document_themselves() -> None:
     text = " ".join(out.getvalue().split())
     assert "unused: kubectl-ome keeps no discovery or HTTP cache" in text
     assert "Ask the API server for uncompressed responses" in text
+
+
+def test_traffic_action_flag_errors_have_the_documented_text(capsys: Any) -> None:
+    assert cli.main(["traffic", "undrain", "chat", "--id", "a", "--reason", "x"]) == 1
+    assert capsys.readouterr().err == "error: invalid traffic action flags; use --help\n"
+    assert cli.main(["traffic", "status", "chat", "--bogus"]) == 1
+    assert "invalid traffic action flags" not in capsys.readouterr().err
