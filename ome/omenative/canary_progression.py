@@ -83,3 +83,21 @@ def _limit(step: Mapping[str, Any], member: Member, index: int) -> Limit:
     count = canary_plan.capacity_count(step.get("capacity"), member.desired)
     reason = f"canary step {index} holds {count} on the new revision"
     return Limit(total=count, gate=GATE_BUDGET, reason=reason)
+
+
+def parked(isvc: Mapping[str, Any]) -> str | None:
+    """The park reason while `RolloutPlanReady` is False (the plan did not resolve), else None."""
+    for cond in (isvc.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "RolloutPlanReady" and cond.get("status") == "False":
+            return str(cond.get("reason") or "PlanInvalid")
+    return None
+
+
+def park_hold(ctx: GroupContext, decision: GroupDecision, reason: str) -> GroupDecision:
+    """A parked rollout starts nothing in any group: the previous revision keeps serving."""
+    message = f"rollout parked ({reason}): the new revision is held, the previous revision keeps serving"
+    for c, m in ctx.members.items():
+        if m.rolling:
+            decision.limits[c] = Limit(total=m.on_target, gate=GATE_PLAN, reason=message)
+    return decision
+

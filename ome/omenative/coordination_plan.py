@@ -179,6 +179,8 @@ def plan(
             decision = plan_hold(ctx, unsynced)
         else:
             decision = fn(ctx)
+        if (parked := canary_progression.parked(isvc)) is not None:  # fail closed: no default progression
+            decision = canary_progression.park_hold(ctx, decision, parked)
         if paused and declared.kind != CANARY:
             decision.phase, decision.message = PAUSED, "rollout paused via ome.io/rollout-paused annotation"
         out.groups.append((ctx, decision))

@@ -65,7 +65,8 @@ def _sibling(cache: SharedCache, replica: Mapping[str, Any], component: str) -> 
 
 
 def replica_requests(isvc: Mapping[str, Any]) -> list[Request]:
-    """The replicas of the service's canary groups: a canary status write changes what they may do."""
+    """The replicas of the service's rollout groups: a canary status write, or a park, changes what they
+    may do."""
     meta = isvc.get("metadata") or {}
     status = isvc.get("status") or {}
     if not (status.get("rollout") or {}) and not any(
@@ -73,7 +74,10 @@ def replica_requests(isvc: Mapping[str, Any]) -> list[Request]:
     ):
         return []
     ns, name = str(meta.get("namespace")), str(meta.get("name"))
-    return [Request(ns, names.component_name(name, c)) for group in canary_run_groups(isvc) for c in group]
+    groups = ((isvc.get("spec") or {}).get("rollout") or {}).get("groups") or []
+    pinned = [{"components": group} for group in canary_run_groups(isvc)]
+    members = canary_run.members_of([*groups, *pinned])
+    return [Request(ns, names.component_name(name, c)) for c in members]
 
 
 def canary_run_groups(isvc: Mapping[str, Any]) -> list[list[str]]:

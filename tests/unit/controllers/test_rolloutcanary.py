@@ -349,3 +349,16 @@ def test_canary_analysis_config_falls_back_to_defaults() -> None:
     ca = config.canary_analysis
     assert (ca.query_timeout, ca.max_concurrency, ca.cache_ttl, ca.default_provider) == ("5s", 8, "2m", "p")
     assert isvc_config.parse({}).rollout.ready_timeout_seconds is None
+
+
+async def test_a_parked_rolling_update_group_never_falls_back_to_a_default_progression() -> None:
+    ref = {"name": "gentle-roll", "progression": "rollingUpdate"}
+    api, rec, recorder, _, _ = setup(isvc(None, policyRef=ref), replica(NEW, OLD, [OLD, OLD]), policy_enabled=True)
+    await rec.reconcile(REQ)
+    svc = get(api)
+    assert cond(svc, "RolloutPlanReady")["reason"] == "PolicyNotFound"
+    members = {"engine": member_of("engine", api.get(INFERENCE_REPLICAS, "chat-engine", NS), 2, "SurgeThenDrain")}
+    limit = cplan.plan(svc, members, T0).limits["engine"]
+    assert (limit.total, limit.gate) == (0, "Plan")
+    assert limit.reason.startswith("rollout parked (PolicyNotFound)")
+    assert hold.replica_requests(svc) == [Request(NS, "chat-engine")]
