@@ -189,10 +189,12 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
 
 
 def add_webhooks(server: WebhookServer, manager: Manager, settings: Settings) -> None:
-    from ome.webhooks import autoscaler_admission, registry  # noqa: PLC0415
+    from ome.webhooks import autoscaler_admission, registry, rollout_group_validation  # noqa: PLC0415
 
     # References to an AutoscalerPolicy are admitted only when the feature was found on at startup.
     autoscaler_admission.POLICY_GATE.enabled = settings.autoscaler.policy_enabled
+    # And a rollout group's policyRef when the RolloutPolicy CRD is served (RolloutPolicyRefUnsupported).
+    rollout_group_validation.ROLLOUT_POLICY_GATE.enabled = settings.rollout_policy_served
     registry.register_webhooks(server, manager.cache, settings.config)
 
 
