@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
+from ome.kubectl_ome import traffic_report
 from ome.kubectl_ome.effective import RuntimeRead
 from ome.kubectl_ome.output import document, field_table, mask, rfc3339
 from ome.kubectl_ome.rollout_report import summarize
@@ -186,18 +187,20 @@ def _autoscaling(isvc: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
     return f"{state} / Reported parent status", rows
 
 
-def _traffic(isvc: Mapping[str, Any]) -> str:
-    traffic = (isvc.get("status") or {}).get("traffic")
-    if not traffic:
-        return "Unavailable / Unavailable parent status"
-    ready = [c for c in traffic.get("conditions") or [] if c.get("type") == "BackendPolicyReady"]
-    if len(ready) != 1:
-        return "Unavailable / Unavailable parent status"
-    generation = (isvc.get("metadata") or {}).get("generation")
-    if ready[0].get("observedGeneration") not in (None, generation):
-        return "Partial / Reported parent status"
-    state = {"True": "Reported", "False": "Degraded"}.get(str(ready[0].get("status")), "Pending")
-    return f"{state} / Reported parent status"
+def _traffic(isvc: Mapping[str, Any], wide: bool) -> list[tuple[str, str]]:
+    """The Traffic row, the state `traffic status` computes, and its wide detail rows."""
+    report = traffic_report.build_status(isvc, datetime.now(UTC))
+    if report.state == "Unavailable":
+        return [("Traffic", "Unavailable / Unavailable parent status")]
+    rows = [("Traffic", f"{report.state} / Reported parent status")]
+    if wide:
+        ready = report.ready_status or "Unknown"
+        rows += [
+            ("Traffic policy Ready", f"{ready} / {report.fresh}"),
+            ("Traffic translator", report.translator),
+            ("Traffic algorithm", report.algorithm),
+        ]
+    return rows
 
 
 def _placement(isvc: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -322,7 +325,7 @@ def status_rows(inp: StatusInputs, wide: bool = False) -> list[tuple[str, str]]:
     rows.append(("Placement", placement))
     if wide:
         rows += [("Placement evidence", placement_evidence), ("Placement mode", placement_mode)]
-    rows.append(("Traffic", _traffic(inp.isvc)))
+    rows += _traffic(inp.isvc, wide)
     rows.append(("Runtime active", _runtime_active(inp.isvc, inp.runtime)))
     if wide and inp.runtime.available and inp.runtime.ref:
         kind = "ServingRuntime" if inp.runtime.ref.startswith("SR/") else "ClusterServingRuntime"

@@ -97,3 +97,18 @@ def test_table_fits_80_columns() -> None:
     text = status_report.format_status(status_report.status_rows(inputs(isvc)))
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "R" * 53 + "..." in text
+
+
+def test_traffic_row_is_the_traffic_status_state() -> None:
+    accepted = {"type": "BackendPolicyReady", "status": "True", "reason": "AcceptedByGateway",
+                "observedGeneration": 1, "lastTransitionTime": "2026-09-15T11:00:00Z"}
+    isvc = {**JUST_CREATED, "status": {"traffic": {
+        "algorithm": "RoundRobin", "conditions": [accepted],
+        "backendPolicyResource": {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "BackendTrafficPolicy",
+                                  "name": "qwen2-5-7b"}}}}
+    rows = dict(status_report.status_rows(inputs(isvc), wide=True))
+    assert rows["Traffic"] == "Reported / Reported parent status"
+    assert (rows["Traffic policy Ready"], rows["Traffic translator"], rows["Traffic algorithm"]) == (
+        "True / Current", "envoy-gateway", "RoundRobin")
+    stale = {**isvc, "metadata": {**JUST_CREATED["metadata"], "generation": 2}}
+    assert dict(status_report.status_rows(inputs(stale)))["Traffic"] == "Partial / Reported parent status"
