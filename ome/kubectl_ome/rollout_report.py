@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from ome.kubectl_ome.output import dash
 from ome.kubectl_ome.table import format_table
+from ome.omenative import canary_run
 from ome.resolution.modes import COMPONENTS
 
 Obj = dict[str, Any]
@@ -427,23 +428,22 @@ def explain_document(isvc: Mapping[str, Any]) -> Obj:
 
 
 def live_plan_digest(isvc: Mapping[str, Any]) -> str | None:
-    """The digest the controller reports for the current plan (its own render), when it reports one.
-
-    `status.rollout.groups[].observedDigest` is the controller's render of each live group; with one
-    group that is the plan digest the repin annotation names."""
+    """The plan digest of the controller's current render (`status.rollout.groups`), the value the
+    repin annotation names: the controller joins every group's digest (a group without a body counts
+    as the default blue-green one), so a multi-group plan has one digest, not a list."""
     groups = ((isvc.get("status") or {}).get("rollout") or {}).get("groups") or []
-    digests = [g.get("observedDigest") for g in groups if g.get("observedDigest")]
-    if len(digests) != len(groups) or not digests:
+    if not groups:
         return None
-    return str(digests[0]) if len(digests) == 1 else ",".join(str(d) for d in digests)
+    return canary_run.plan_digest([g.get("observedDigest") for g in groups])
 
 
 def pinned_plan_digest(isvc: Mapping[str, Any]) -> str | None:
+    """The plan digest of the active run's pinned plan, computed the same way as the controller's."""
     run = active_run(isvc) or {}
-    digests = [g.get("portableDigest") for g in (run.get("plan") or {}).get("groups") or []]
-    if not digests or not all(digests):
+    groups = (run.get("plan") or {}).get("groups") or []
+    if not groups:
         return None
-    return str(digests[0]) if len(digests) == 1 else ",".join(str(d) for d in digests)
+    return canary_run.plan_digest([g.get("portableDigest") for g in groups])
 
 
 def traffic_cell(value: Any) -> str:

@@ -55,7 +55,7 @@ def canary_isvc(phase: str = "Paused", step: int = 0, observed: int = 10) -> Obj
     obj["status"]["rollout"] = {"activeRun": {
         "runID": "chat-0123456789ab", "openedAt": "2026-08-31T18:00:00Z", "pinnedAt": "2026-08-31T18:00:00Z",
         "targetRevisions": [{"component": "engine", "revision": "cccccccc"}],
-        "plan": {"groups": [{"source": "Inline", "portableDigest": "rp1:56fe0ddd6edd", "group": {
+        "plan": {"groups": [{"source": "Inline", "portableDigest": "rp1:aaaaaaaaaaaa", "group": {
             "components": ["engine"], "canary": {"steps": copy.deepcopy(CANARY_STEPS)}}}]}}}
     return obj
 

@@ -133,7 +133,7 @@ def drifted() -> dict[str, Any]:
     obj = canary_isvc()
     obj["status"]["conditions"] = [{"type": "RolloutPlanReady", "status": "True", "reason": "Pinned"},
                                    {"type": "RolloutPlanDrift", "status": "True", "reason": "SpecNewerThanRun"}]
-    obj["status"]["rollout"]["groups"] = [{"index": 0, "source": "Inline", "observedDigest": "rp1:1d153db2a5df"}]
+    obj["status"]["rollout"]["groups"] = [{"index": 0, "source": "Inline", "observedDigest": "rp1:bbbbbbbbbbbb"}]
     return obj
 
 
