@@ -30,6 +30,7 @@ from kubernetes_asyncio.client import Configuration
 from ome.framework import errors, watch
 from ome.framework.resources import Resource
 from ome.framework.transport import JSON, ClientSettings, Query, Transport
+from ome.framework.written import WrittenVersions
 
 Obj = dict[str, Any]
 Selector = str | Mapping[str, str]
@@ -67,6 +68,8 @@ class Client:
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
+        self.written = WrittenVersions()
+        """Our own writes' resourceVersions, for reconcilers that must not act on an older cache."""
 
     @classmethod
     def from_configuration(
@@ -267,7 +270,10 @@ class Client:
     ) -> Obj:
         query = _write_query(field_manager, dry_run)
         path = res.path(_namespace(res, namespace, obj))
-        return await self._call("POST", path, query=query, body=obj, content_type=JSON, timeout=timeout)
+        created = await self._call("POST", path, query=query, body=obj, content_type=JSON, timeout=timeout)
+        if not dry_run:
+            self.written.record(created)
+        return created
 
     async def update(
         self, res: Resource, obj: Obj, *, field_manager: str | None = None, timeout: float | None = None
@@ -298,10 +304,12 @@ class Client:
         path = res.path(namespace, name, subresource)
         content_type = PATCH_CONTENT_TYPES[patch_type]
         query = _write_query(field_manager, False)
-        return await self._call(
+        patched = await self._call(
             "PATCH", path, query=query, body=patch, content_type=content_type, timeout=timeout,
             idempotent=idempotent or None,
         )
+        self.written.record(patched)
+        return patched
 
     async def apply(
         self,
@@ -320,9 +328,11 @@ class Client:
             obj = {"apiVersion": res.api_version, "kind": res.kind, **obj}
         path = res.path(_namespace(res, None, obj), _name(obj), subresource)
         query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
-        return await self._call(
+        applied = await self._call(
             "PATCH", path, query=query, body=obj, content_type=APPLY_CONTENT_TYPE, timeout=timeout
         )
+        self.written.record(applied)
+        return applied
 
     async def delete(
         self,
@@ -386,7 +396,9 @@ class Client:
     ) -> Obj:
         path = res.path(_namespace(res, None, obj), _name(obj), subresource)
         query = _write_query(field_manager, False)
-        return await self._call("PUT", path, query=query, body=obj, content_type=JSON, timeout=timeout)
+        updated = await self._call("PUT", path, query=query, body=obj, content_type=JSON, timeout=timeout)
+        self.written.record(updated)
+        return updated
 
     async def _call(
         self,

@@ -40,6 +40,7 @@ from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectations
 from ome.framework.reconcile import Request, Result
+from ome.framework.written import CACHE_LAG_REQUEUE, WrittenVersions
 from ome.omenative import instance_names as names
 from ome.omenative import (
     instances,
@@ -83,6 +84,7 @@ class InferenceReplicaReconciler:
         wait_log: waits.WaitLog | None = None,
     ) -> None:
         self._client = client
+        self._written: WrittenVersions = getattr(client, "written", None) or WrittenVersions()
         self._cache = cache
         self._settings = settings
         self.expectations = expectations or ControllerExpectations(ttl=expectations_timeout)
@@ -110,6 +112,10 @@ class InferenceReplicaReconciler:
             self.expectations.delete(key)
             self._waits.forget(key)
             return Result()
+        if self._written.behind(replica):
+            # The cache has not shown our last write of this replica (ours or the rollout's): a plan from
+            # the older status recreates a pod the rollout just drained. The write's event requeues it.
+            return Result(requeue_after=CACHE_LAG_REQUEUE)
         if not self.expectations.satisfied(key):
             # The pending pod events requeue this key; should they never come, the expectations expire
             # after their timeout, and this requeue finds them satisfied.

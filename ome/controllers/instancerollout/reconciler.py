@@ -41,6 +41,7 @@ from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
 from ome.framework.resources import NODES
 from ome.framework.store import OWNER_INDEX
+from ome.framework.written import CACHE_LAG_REQUEUE, WrittenVersions
 from ome.omenative import (
     coordination_enforce,
     pod_render,
@@ -79,6 +80,7 @@ class InstanceRolloutReconciler:
         now: Callable[[], datetime] | None = None,
     ) -> None:
         self._client = client
+        self._written: WrittenVersions = getattr(client, "written", None) or WrittenVersions()
         self._cache = cache
         self._settings = settings
         self._recorder = recorder
@@ -98,6 +100,8 @@ class InstanceRolloutReconciler:
             self._rejected.pop((req.namespace, req.name), None)
             self._quota.pop((req.namespace, req.name), None)
             return Result()
+        if self._written.behind(replica):  # see ome/framework/written.py
+            return Result(requeue_after=CACHE_LAG_REQUEUE)
         prev = replica.get("status") or {}
         update = prev.get("updateRevision")
         known = self._revisions(replica)

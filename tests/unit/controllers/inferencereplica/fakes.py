@@ -16,6 +16,7 @@ from typing import Any
 
 from ome.framework import errors
 from ome.framework.resources import Resource
+from ome.framework.written import WrittenVersions
 
 Obj = dict[str, Any]
 NOW = "2026-01-01T00:10:00Z"
@@ -230,6 +231,7 @@ class FakeClient:
         self.lists = 0
         self.create, self.apply, self.patch = api.create, api.apply, api.patch
         self.delete, self.update_status, self.is_served = api.delete, api.update_status, api.is_served
+        self.written = WrittenVersions()  # Client.written: a test records a write the cache has not shown
 
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
         obj = self.api.objects.get(self.api._key(res, name, namespace))  # noqa: SLF001
