@@ -19,12 +19,13 @@ import time
 import uuid
 from pathlib import Path
 
+from ome.api import resources
 from ome.devcluster import chaos_faults as faults
 from ome.devcluster import paths
 from ome.devcluster.chaos import ChaosConfig, Harness
 from ome.devcluster.cluster import Cluster
 from ome.devcluster.crds import install_crds
-from ome.framework import errors, resources
+from ome.framework import errors
 from ome.framework.client import Client
 
 
