@@ -168,8 +168,8 @@ class InferenceServiceReconciler:
         self.routing = routing.Routing(reader, recorder, routing_facts or routing.RoutingFacts())
         self._reader = reader
         self._writer = writer
-        self._status_written: dict[tuple[str, str], tuple[str | None, Obj]] = {}
-        """Per service: the resourceVersion it had when we last wrote its status, and that status."""
+        self._status_written: dict[tuple[str, str], tuple[str | None, str | None, Obj]] = {}
+        """Per service, our last status write: the resourceVersion before and after it, and the status."""
         self._recorder = recorder
         self._startup_config = config
         self._lws_served = lws_served
@@ -510,13 +510,15 @@ class InferenceServiceReconciler:
         meta = isvc["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
         baseline = isvc.get("status") or {}
-        written = self._status_written.pop(key, None)
-        if written is not None and written[0] == meta.get("resourceVersion"):
+        written = self._status_written.get(key)
+        if written is not None and _older(meta.get("resourceVersion"), written):
             # The cache has not shown our last status write yet, and the service's own status events
             # start no reconcile: compare with what we wrote, or a change back to the cached status
-            # would be skipped and the written one stay for good.
-            baseline = written[1]
-            self._status_written[key] = written
+            # would be skipped and the written one stay for good. The cache may show an earlier write
+            # of ours meanwhile: only the last one's resourceVersion says it caught up.
+            baseline = written[2]
+        else:
+            self._status_written.pop(key, None)
         if not status.differs(baseline, computed):
             return
         body = {
@@ -525,10 +527,11 @@ class InferenceServiceReconciler:
             "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
             "status": computed,
         }
-        await self._writer.apply(
+        applied = await self._writer.apply(
             resources.INFERENCE_SERVICES, body, field_manager=converge.FIELD_MANAGER, subresource="status"
         )
-        self._status_written[key] = (meta.get("resourceVersion"), computed)
+        after = ((applied or {}).get("metadata") or {}).get("resourceVersion")
+        self._status_written[key] = (meta.get("resourceVersion"), after, computed)
 
     # -- cache reads -------------------------------------------------------------------------------
 
@@ -578,3 +581,13 @@ def _keep_model_status(isvc: Mapping[str, Any], computed: Obj, has_model: bool) 
 def _owned_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:
     uid = isvc["metadata"].get("uid")
     return any(ref.get("uid") == uid for ref in child["metadata"].get("ownerReferences") or [])
+
+
+def _older(cached: str | None, written: tuple[str | None, str | None, Obj]) -> bool:
+    """Whether the cached resourceVersion predates our last status write (etcd's are integers; an
+    opaque one counts as older only while it is the one the write started from)."""
+    before, after, _ = written
+    try:
+        return int(str(cached)) < int(str(after))
+    except ValueError:
+        return cached == before

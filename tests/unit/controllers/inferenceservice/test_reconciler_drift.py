@@ -199,3 +199,28 @@ async def test_a_status_change_back_while_the_cache_lags_our_write_is_still_writ
     world.writes.clear()
     await reconciler.reconcile(REQ)
     assert world.writes == [("apply/status", "InferenceService", "llama")]
+
+
+async def test_a_cache_that_shows_an_earlier_write_of_ours_is_still_behind_the_last_one() -> None:
+    """Found by the fault suite (node deletion, 20 services): three status writes in a row while the
+    cache lagged (unavailable, available, unavailable); the cache then showed the second write, and the
+    reconcile after the Deployment came back compared with it (Ready, no change) instead of the third
+    (not Ready), which the cache showed next: Ready stayed False for good."""
+    world, reconciler = await settled()
+    _available(world, "True")
+    await reconciler.reconcile(REQ)
+    lagging = copy.deepcopy(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
+    assert lagging is not None and _ready(lagging)
+    seen = []
+    for value in ("False", "True", "False"):
+        _available(world, value)
+        await reconciler.reconcile(REQ)
+        seen.append(copy.deepcopy(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")))
+        world.put(r.INFERENCE_SERVICES, copy.deepcopy(lagging))  # the watch has shown none of them yet
+    assert [_ready(s) for s in seen] == [False, True, False]
+    world.put(r.INFERENCE_SERVICES, copy.deepcopy(seen[1]))  # it shows the second write (Ready) only
+    _available(world, "True")
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.writes == [("apply/status", "InferenceService", "llama")]
+    assert _ready(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
