@@ -169,8 +169,7 @@ def _from_result(inputs: Inputs, cm_name: str, job: Obj | None, job_ref: str) ->
 
 
 def _fill(model: Obj, entry: Entry) -> Obj:
-    if (model["metadata"].get("annotations") or {}).get(model_status.SKIP_CONFIG_PARSING) == "true":
-        return {}
+    # `ome.oracle.com/skip-config-parsing` is the model agent's: "OME ignores it for a model on a PVC".
     return model_status.spec_fill(model.get("spec") or {}, entry.config) if entry.config else {}
 
 

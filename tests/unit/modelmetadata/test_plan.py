@@ -238,3 +238,11 @@ def test_status_keeps_transition_times_and_differs_only_on_change() -> None:
     model["status"] = first
     again = planner.desired_status(model, verdict, "2026-01-01T00:05:00Z")
     assert again == first and not planner.status_differs(model, again)
+
+
+def test_skip_config_parsing_is_ignored_for_a_pvc_model() -> None:
+    """`ome.oracle.com/skip-config-parsing`: "OME ignores it for a model on a PVC." (labels-and-annotations.md)"""
+    model = base_model()
+    model["metadata"]["annotations"] = {"ome.oracle.com/skip-config-parsing": "true"}
+    step = planner.plan(planner.Inputs(model, bound(), [existing_job(model)], result(model, "Ready", config=LLAMA)))
+    assert step.spec_fill["modelArchitecture"] == "LlamaForCausalLM"
