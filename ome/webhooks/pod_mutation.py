@@ -23,7 +23,7 @@ Before these, the container injections of `pod_injection`: `ome.io/inject-model-
 `fineTunedAdapter` and `servingSidecar` entries (`pod_settings` turns the config into what they read).
 
 An unknown profile, an invalid port or a malformed networks annotation denies the pod (PodDenied).
-Not done here: the `queue-proxy` aggregation container settings.
+Aggregation "true" also sets the environment of a `queue-proxy` container the pod has.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ OBSERVABILITY_PORT: Final = "runtime.ome.io/observability-port"
 METRIC_AGGREGATION: Final = "ome.io/enable-metric-aggregation"
 PROMETHEUS_SCRAPING: Final = "ome.io/enable-prometheus-scraping"
 SCRAPE, PORT, PATH = "prometheus.io/scrape", "prometheus.io/port", "prometheus.io/path"
+CONTAINER_PORT, CONTAINER_PATH = "prometheus.ome.io/port", "prometheus.ome.io/path"
+QUEUE_PROXY: Final = "queue-proxy"
 NETWORKS: Final = "k8s.v1.cni.cncf.io/networks"
 DEFAULT_RUNTIME_PORT: Final = 30000
 SCRAPE_PORT, AGGREGATED_PORT = "9091", "9088"
@@ -144,6 +146,7 @@ def mutate_pod(request: AdmissionRequest,
     _inject_probes(pod, annotations)
     _inject_observability(annotations)
     _scraping(annotations, settings.metrics)
+    _aggregate_in_queue_proxy(pod, annotations)
     return pod
 
 
@@ -272,3 +275,20 @@ def _scraping(annotations: dict[str, Any], settings: MetricsAggregator) -> None:
     if annotations[PROMETHEUS_SCRAPING] == "true":
         annotations[PORT] = AGGREGATED_PORT if annotations[METRIC_AGGREGATION] == "true" else SCRAPE_PORT
         annotations[PATH] = "/metrics"
+
+
+def _aggregate_in_queue_proxy(pod: Obj, annotations: dict[str, Any]) -> None:
+    """`ome.io/enable-metric-aggregation: "true"` configures a `queue-proxy` container the pod has (OME never
+    adds one) to aggregate the metrics at `prometheus.ome.io/port` / `path` (8080, /metrics) on port 9088."""
+    if annotations.get(METRIC_AGGREGATION) != "true":
+        return
+    proxy = _container(pod, QUEUE_PROXY)
+    if proxy is None:
+        return
+    wanted = {"CONTAINER_PROMETHEUS_METRICS_PORT": text(annotations.get(CONTAINER_PORT)) or "8080",
+              "CONTAINER_PROMETHEUS_METRICS_PATH": text(annotations.get(CONTAINER_PATH)) or "/metrics",
+              "AGGREGATE_PROMETHEUS_METRICS_PORT": AGGREGATED_PORT}
+    present = {as_dict(e).get("name") for e in as_list(proxy.get("env"))}
+    added = [{"name": k, "value": v} for k, v in wanted.items() if k not in present]
+    if added:
+        proxy["env"] = as_list(proxy.get("env")) + added

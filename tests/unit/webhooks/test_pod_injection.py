@@ -158,3 +158,18 @@ def test_metrics_aggregator_entry_sets_the_scraping_defaults() -> None:
     assert (got["prometheus.io/port"], got["prometheus.io/path"]) == ("9091", "/metrics")
     assert parse({"metricsAggregator": '{"enableMetricAggregation": true}'}).metrics_aggregator \
         .enable_metric_aggregation == "true"
+
+
+def test_metric_aggregation_configures_the_pods_queue_proxy() -> None:
+    """`ome.io/enable-metric-aggregation`: "`"true"` configures a container named `queue-proxy`, when the pod
+    has one, to aggregate metrics from the port and path in `prometheus.ome.io/port` and
+    `prometheus.ome.io/path`, and exposes them on port 9088. OME never creates a `queue-proxy` container." """
+    with_proxy = pod({"ome.io/enable-metric-aggregation": "true", "prometheus.ome.io/port": "30000"})
+    with_proxy["spec"]["containers"].append({"name": "queue-proxy", "image": "qp"})
+    got = mutated(with_proxy)
+    proxy = got["spec"]["containers"][1]
+    assert env(proxy) == {"CONTAINER_PROMETHEUS_METRICS_PORT": "30000",
+                          "CONTAINER_PROMETHEUS_METRICS_PATH": "/metrics",
+                          "AGGREGATE_PROMETHEUS_METRICS_PORT": "9088"}
+    without = mutated(pod({"ome.io/enable-metric-aggregation": "true"}))
+    assert [c["name"] for c in without["spec"]["containers"]] == ["ome-container"]
