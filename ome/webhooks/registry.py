@@ -21,6 +21,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.framework.cache import SharedCache
 from ome.framework.webhook_server import WebhookServer
 from ome.webhooks import (
+    basemodel_validation,
     benchmarkjob_validation,
     inferencereplica_validation,
     inferenceservice_defaults,
@@ -89,6 +90,8 @@ WEBHOOKS: Final = (
     _hook(resources.CLUSTER_SERVING_RUNTIMES, is_mutating=False),
     _hook(resources.INFERENCE_REPLICAS, is_mutating=False),
     _hook(resources.BENCHMARK_JOBS, is_mutating=False),
+    _hook(resources.BASE_MODELS, is_mutating=False),
+    _hook(resources.CLUSTER_BASE_MODELS, is_mutating=False),
     _hook(resources.AUTOSCALER_POLICIES, is_mutating=False, operations=_WITH_DELETE),
     _hook(resources.ROLLOUT_POLICIES, is_mutating=False, operations=_WITH_DELETE),
     # The pod webhook, named and placed as v1.3's: OME's serving pods only, never a control plane's.
@@ -138,6 +141,9 @@ def handlers(reader: inferenceservice_validation.Reader,
             judges_delete=True,
         ),
     }
+    for model in (resources.BASE_MODELS, resources.CLUSTER_BASE_MODELS):
+        by_path[_path("validate", model)] = validating(
+            model.kind, partial(basemodel_validation.validate, kind=model.kind))
     pods = pod_settings or pod_mutation.PodSettings()
     by_path[POD_PATH] = mutating(resources.PODS.kind, partial(pod_mutation.mutate_pod, settings=pods))
     for res in (sr, csr):

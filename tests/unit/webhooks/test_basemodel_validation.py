@@ -1,0 +1,65 @@
+"""BaseModel / ClusterBaseModel admission of `pvc://` URIs, quoting guides/deploy-models/serve-models-from-pvc.md
+(v1.3), "The webhook rejects the model" and "Sharded distribution is rejected"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ome.webhooks import registry
+from tests.unit.resolution.fake_reader import FakeReader
+from tests.unit.webhooks.reviews import call, review
+
+Obj = dict[str, Any]
+
+
+def model(kind: str, uri: str, **spec: Any) -> Obj:
+    meta: Obj = {"name": "llama-3-2-1b-instruct"}
+    if kind == "BaseModel":
+        meta["namespace"] = "llama-demo"
+    return {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": meta,
+            "spec": {"storage": {"storageUri": uri}, **spec}}
+
+
+def answer(kind: str, obj: Obj, **kw: Any) -> Obj:
+    return call(registry.handlers(FakeReader())[f"/validate-ome-io-v1beta1-{kind.lower()}"], review(kind, obj, **kw))
+
+
+@pytest.mark.parametrize(("kind", "uri", "message"), [
+    ("ClusterBaseModel", "pvc://model-storage/llama-3-2-1b-instruct",
+     'ClusterBaseModel PVC URI must specify a namespace (format: pvc://{namespace}:{pvc-name}/{sub-path}), '
+     'got "pvc://model-storage/llama-3-2-1b-instruct"'),
+    ("BaseModel", "pvc://llama-demo:model-storage/llama-3-2-1b-instruct",
+     "namespaced BaseModel PVC URI must not specify a namespace; the BaseModel's own namespace is used, "
+     'got "pvc://llama-demo:model-storage/llama-3-2-1b-instruct"'),
+    ("BaseModel", "pvc://model-storage",
+     'invalid PVC storage URI "pvc://model-storage": invalid PVC storage URI format: missing subpath'),
+])
+def test_malformed_pvc_uris_are_denied_with_the_documented_text(kind: str, uri: str, message: str) -> None:
+    got = answer(kind, model(kind, uri))
+    assert got["allowed"] is False
+    assert got["status"]["message"] == message
+
+
+def test_sharded_distribution_is_denied_for_pvc_models() -> None:
+    """"The webhook rejects a `pvc://` model with `distribution: Sharded`" """
+    got = answer("BaseModel", model("BaseModel", "pvc://model-storage/llama", distribution="Sharded"))
+    assert got["status"]["message"] == ("PVC storage URIs are not compatible with distribution=Sharded; "
+                                        "use distribution=PerNode (or omit) for pvc:// models")
+    assert answer("BaseModel", model("BaseModel", "pvc://model-storage/llama", distribution="PerNode"))["allowed"]
+
+
+def test_the_documented_forms_and_other_schemes_pass() -> None:
+    assert answer("BaseModel", model("BaseModel", "pvc://model-storage/llama-3-2-1b-instruct"))["allowed"]
+    assert answer("ClusterBaseModel",
+                  model("ClusterBaseModel", "pvc://llama-demo:model-storage/llama-3-2-1b-instruct"))["allowed"]
+    assert answer("ClusterBaseModel", model("ClusterBaseModel", "hf://meta-llama/Llama-3.2-1B-Instruct",
+                                            distribution="Sharded"))["allowed"]
+
+
+def test_an_update_that_leaves_the_storage_alone_passes() -> None:
+    """A finalizer or a filled-in field on a model admitted before never gets stuck behind the URI rule."""
+    bad = model("ClusterBaseModel", "pvc://model-storage/llama")
+    newer = {**bad, "metadata": {**bad["metadata"], "finalizers": ["clusterbasemodels.ome.io/finalizer"]}}
+    assert answer("ClusterBaseModel", newer, old=bad, operation="UPDATE")["allowed"]
