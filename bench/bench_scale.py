@@ -39,11 +39,11 @@ sys.path.insert(0, str(ROOT))
 import scale_phases as phases  # noqa: E402
 
 from ome.api import resources  # noqa: E402
-from ome.config.inferenceservice_config import InferenceServiceConfig  # noqa: E402
+from ome.config import inferenceservice_config  # noqa: E402
 from ome.controllers.inferenceservice.converge import resource_of  # noqa: E402
 from ome.devcluster.cluster import Cluster  # noqa: E402
 from ome.devcluster.crds import install_crds  # noqa: E402
-from ome.devcluster.operator_config import install_config  # noqa: E402
+from ome.devcluster.operator_config import install_config, shipped_configmap  # noqa: E402
 from ome.framework import errors  # noqa: E402
 from ome.framework.client import Client  # noqa: E402
 from ome.models import labels as model_labels  # noqa: E402
@@ -102,7 +102,7 @@ def _instance_pods(replica: Obj) -> list[Obj]:
 def floor_objects(i: int, mode: str, namespace: str, model: Obj, runtime: Obj) -> list[Obj]:
     isvc = isvc_body(i, mode)
     isvc["metadata"].update(namespace=namespace, uid=FAKE_UID, generation=1)
-    config = InferenceServiceConfig()
+    config = inferenceservice_config.parse(shipped_configmap(CONFIG_NS)["data"])  # what the manager reads
     source = components.ModelSource.from_object("ClusterBaseModel", model)
     plans = components.build_plans(isvc, runtime, source, config, runtime_name=RUNTIME,
                                    model_facts=workload_metadata.ModelFacts.from_object(model))
@@ -199,8 +199,10 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def _user_writes(cluster: Cluster, user: str) -> list[Obj]:
+    """The user's writes the apiserver carried out (2xx); a refused or timed-out attempt changed nothing."""
     return [e for e in cluster.audit_events()
-            if e.get("stage") == "ResponseComplete" and (e.get("user") or {}).get("username") == user]
+            if e.get("stage") == "ResponseComplete" and (e.get("user") or {}).get("username") == user
+            and int((e.get("responseStatus") or {}).get("code") or 0) < 300]
 
 
 def writes_by(cluster: Cluster, user: str) -> collections.Counter[str]:
@@ -370,6 +372,7 @@ def pct(times: list[float], q: float) -> float:
 async def setup(client: Client, gpu_nodes: int) -> tuple[Obj, Obj]:
     await install_crds(client)
     await client.create(resources.NAMESPACES, {"metadata": {"name": CONFIG_NS}})
+    await install_config(client, CONFIG_NS)  # the manager refuses to start without it
     await install_config(client, CONFIG_NS)  # the manager refuses to start without inferenceservice-config
     for _ in range(100):  # a freshly installed CRD may not be served yet
         try:
@@ -420,8 +423,9 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
         if "floor" in sections:
             await _namespace(admin, "bench-floor")
             phases.log(f"(a) raw floor: creating the objects of {args.n} services")
+            before = writes_by(cluster, FLOOR_USER)  # the audit log outlives `cluster down` in --state-dir
             out["floor"] = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
-            out["floor_writes"] = sum(writes_by(cluster, FLOOR_USER).values())
+            out["floor_writes"] = sum((writes_by(cluster, FLOOR_USER) - before).values())
         await _namespace(admin, "bench-manager")
         phases.log(f"(b) manager: {args.n} InferenceServices")
         with manager_process(manager_kc, mlog, args.manager_arg) as mgr:
@@ -494,10 +498,11 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
                    f"{i['cpu']:.2f}", f"{share:.2f}% core"))
     if "churn" in out:
         c = out["churn"]
-        print(f"(d) churn {c['changes']} changes at {c['rate']:.1f}/s: change -> observedGeneration "
-              f"p50 {pct(c['gen'], .5):.2f} s p99 {pct(c['gen'], .99):.2f} s; -> Ready p50 "
-              f"{pct(c['ready'], .5):.2f} s p99 {pct(c['ready'], .99):.2f} s"
-              f" (not seen: {c['missing_gen']} / {c['missing_ready']})")
+        gen, ready = c["gen"], c["ready"]
+        print(f"(d) churn: {c['changes']} of {c['asked']} changes accepted ({c['rate']:.1f}/s): change -> "
+              f"observedGeneration p50 {phases.pct(gen, .5):.2f} s p99 {phases.pct(gen, .99):.2f} s; "
+              f"-> Ready p50 {phases.pct(ready, .5):.2f} s p99 {phases.pct(ready, .99):.2f} s"
+              f" (not seen within 60 s: {c['missing_gen']} / {c['missing_ready']})")
     if "memory" in out:
         e = out["memory"]
         per = (e["after"] - e["before"]) * 1024 / max(e["pods"], 1)
