@@ -423,9 +423,9 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
         if "floor" in sections:
             await _namespace(admin, "bench-floor")
             phases.log(f"(a) raw floor: creating the objects of {args.n} services")
-            before = writes_by(cluster, FLOOR_USER)  # the audit log outlives `cluster down` in --state-dir
+            floor0 = writes_by(cluster, FLOOR_USER)  # the audit log outlives `cluster down` in --state-dir
             out["floor"] = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
-            out["floor_writes"] = sum((writes_by(cluster, FLOOR_USER) - before).values())
+            out["floor_writes"] = sum((writes_by(cluster, FLOOR_USER) - floor0).values())
         await _namespace(admin, "bench-manager")
         phases.log(f"(b) manager: {args.n} InferenceServices")
         with manager_process(manager_kc, mlog, args.manager_arg) as mgr:
