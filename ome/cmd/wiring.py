@@ -91,6 +91,10 @@ class Settings:
         """The migration controller's: lifecycle.audit caps (None: requests wait), the deadline default."""
         life = self.config.lifecycle
         caps = life.migration_caps()
+        block = life.force_delete_block
+        if block is not None and (problem := block.problem()) is not None:
+            # As v1.3: a block that decodes but is unusable only turns the escalation off.
+            log.debug("lifecycle.forceDelete ignored; the force-delete escalation is off", reason=problem)
         return MigrationSettings(
             caps=Caps(*caps) if caps is not None else None,
             instance_ready_timeout=parse_duration(life.instance_ready_timeout),

@@ -60,3 +60,23 @@ def test_the_documented_values_are_read() -> None:
     unset = cfg.parse({"lifecycle": '{"audit": {"maxMigrationsPerWindow": 0, "window": "1h", '
                                     '"maxInFlightMigrations": 3}, "autoMigrate": {"maxAttempts": 0}}'}).lifecycle
     assert unset.migration_caps() is None and unset.auto_migrate_attempts() is None and unset.force_delete() is None
+
+
+def test_the_manager_logs_an_unusable_force_delete_block_at_debug() -> None:
+    """recover-stuck-deletions.md: "The `forceDelete` block isn't valid | ... OME logs a bad block only at debug
+    verbosity"."""
+    from structlog.testing import capture_logs
+
+    from ome.cmd.wiring import Settings
+
+    config = cfg.parse({"lifecycle": '{"forceDelete": {"overdueSlack": "120", "nodeUnreachableThreshold": "5m"}}'})
+    with capture_logs() as logs:
+        settings = Settings(config, lws_served=False, config_namespace="ome").migration_settings()
+    assert settings.force_delete is None
+    assert [(e["log_level"], e["reason"]) for e in logs if "forceDelete" in e["event"]] == [
+        ("debug", "lifecycle.forceDelete.overdueSlack '120' is not a duration above zero with a unit")]
+    good = cfg.parse({"lifecycle": '{"forceDelete": {"overdueSlack": "2m", "nodeUnreachableThreshold": "5m"}}'})
+    with capture_logs() as logs:
+        assert Settings(good, lws_served=False, config_namespace="ome").migration_settings().force_delete == (
+            120.0, 300.0)
+    assert not [e for e in logs if "forceDelete" in e["event"]]
