@@ -3,7 +3,9 @@
 Prints the time until every Instance runs the new revision against the lower bound the budget sets
 (waves x the time one new pod takes to serve), the API writes per Instance moved (both controllers), and
 the fewest serving Instances a pod watch saw at any moment (target: never below desired, within 1.5x of
-the bound). Usage: bench_rollout.py KUBECONFIG [N]
+the bound), and a per-Instance step profile from the same watch (median gap between its surge pod's
+ADDED, scheduling, containers ready, gate open and Ready, then its old pod's gate closed, not Ready,
+deleting and gone, and from a pod gone to the next surge pod). Usage: bench_rollout.py KUBECONFIG [N]
 """
 
 from __future__ import annotations
