@@ -133,8 +133,8 @@ def serving(pod: Obj) -> bool:
 
 @dataclass
 class PairWatch:
-    """Serving pods per (component, revision hash) after every pod event, and every moment an engine
-    revision served with no decoder of the revision it pairs with."""
+    """Serving pods per (component, revision hash) after every pod event, and every moment an old
+    engine served with no old decoder, or no engine served with the decoder revision it pairs with."""
 
     pairs: dict[str, str]
     """engine revision hash -> the decoder revision hash its pods pair with."""
@@ -157,10 +157,16 @@ class PairWatch:
                 key = (labels["component"], labels["ome.io/revision-hash"])
                 count[key] = count.get(key, 0) + 1
                 self.seen.add(key)
-        for (component, rev), n in count.items():
-            decoder = self.pairs.get(rev)
-            if component == "engine" and decoder is not None and not count.get(("decoder", decoder)):
-                self.unpaired.append(f"engine {rev} x{n} serving, decoder {decoder} none (event {self.events})")
+        if len(self.pairs) < 2:
+            return  # the new revisions are not known yet: nothing of them serves
+        old_engine, new_engine = list(self.pairs)
+        # An old engine talks to the old decoder revision for its whole life: never without one.
+        n = count.get(("engine", old_engine), 0)
+        if n and not count.get(("decoder", self.pairs[old_engine])):
+            self.unpaired.append(f"old engine {old_engine} x{n} serving, old decoder none (event {self.events})")
+        # And some engine always has its decoder revision serving (the documented pair).
+        if not any(count.get(("engine", e)) and count.get(("decoder", d)) for e, d in self.pairs.items()):
+            self.unpaired.append(f"no engine serving with its decoder revision (event {self.events})")
 
 
 @contextlib.asynccontextmanager
