@@ -51,6 +51,9 @@ class Context:
     """spec.paused: no new Instance starts and a Pending one waits (one already Creating finishes)."""
     replica: str = ""
     """`namespace/name` of the InferenceReplica, for the messages that name it."""
+    start_hash: str | None = None
+    """The revision a starting Instance runs when not `update_hash`: the update revision is held
+    (`ome.omenative.held_revision`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +132,9 @@ def adopt_row(ctx: Context, index: int, pods: list[PodView]) -> Row:
     """A row for a new Instance, or for pods whose row was lost (their labels say who they are)."""
     if pods:
         incarnation = max(p.incarnation for p in pods) or 1
-        digest = next((p.revision_hash for p in pods if p.revision_hash in ctx.revisions), ctx.update_hash)
+        digest = next((p.revision_hash for p in pods if p.revision_hash in ctx.revisions), starting_hash(ctx))
     else:
-        incarnation, digest = 1, ctx.update_hash
+        incarnation, digest = 1, starting_hash(ctx)
     revision = names.revision_name(ctx.base, ctx.component, digest)
     row: Row = {
         "index": index,
@@ -141,6 +144,22 @@ def adopt_row(ctx: Context, index: int, pods: list[PodView]) -> Row:
         "targetRevision": revision,
     }
     return with_operation(ctx, row, "Create", "CreatePods", ctx.ready_timeout)
+
+
+def starting_hash(ctx: Context) -> str:
+    return ctx.start_hash or ctx.update_hash
+
+
+def start_off_held(ctx: Context, row: Row, pods: list[PodView]) -> Row:
+    """An Instance on the held update revision with no pod left (not yet created, lost and repaired or
+    rebuilt, deleted for a retry) starts over on the revision new Instances start on instead."""
+    start = starting_hash(ctx)
+    if start == ctx.update_hash or row.get("phase") not in ("Creating", "Pending", "Failed", "Ready"):
+        return row
+    if data_hash(row) != ctx.update_hash or any(not p.terminating for p in pods):
+        return row
+    revision = names.revision_name(ctx.base, ctx.component, start)
+    return {**row, "runningRevision": revision, "targetRevision": revision}
 
 
 def with_operation(ctx: Context, row: Row, kind: str, step_name: str, timeout: float | None) -> Row:
@@ -172,6 +191,7 @@ def step(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | None:
         return step_deleting(ctx, row, pods, out)
     if replacement(row) or phase == "Updating":
         return counted(ctx, row, pods, None)  # the rollout's (ome.omenative.rollout_plan)
+    row = start_off_held(ctx, row, pods)
     data = ctx.revisions.get(names.hash_of_revision(row.get("runningRevision") or ""))
     if data is None:
         return counted(ctx, row, pods, None)  # its revision is gone; nothing to render from

@@ -32,6 +32,7 @@ from ome.api import resources
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.config.durations import parse_duration
 from ome.controllers import drift
+from ome.controllers.rolloutcanary import hold as held
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.controllers.serving_gate import set_serving_gate
 from ome.framework import errors
@@ -304,6 +305,7 @@ class InferenceReplicaReconciler:
             retry_max_delay=self._settings.retry_max_delay,
             paused=bool(spec.get("paused")),
             replica=f"{replica['metadata'].get('namespace', '')}/{replica['metadata']['name']}",
+            start_hash=held.start_hash(self._cache, replica, digest, known),
         )
 
     def _ready_timeout(self, replica: Mapping[str, Any]) -> float | None:

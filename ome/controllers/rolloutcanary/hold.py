@@ -2,20 +2,22 @@
 replicas an InferenceService's canary status moves.
 
 A rollback rejects the canary revision while the spec still asks for it. The replica's update revision
-stays the rejected one, and its retry block for that revision is held (`rollout_retry`); Instances move
-toward the replica's `currentRevision` instead, the revision that served before the canary, until a change
-gives the primary component a revision other than the rejected one.
+stays the rejected one; the hold is the canary status's `rolledBackRevisionHash` (as in v1.3), not a retry
+block: `ome.io/release-held-revision` never retries a rejected revision, only a spec change that gives the
+primary component another revision does. Until then Instances move toward the replica's `currentRevision`,
+the revision that served before the canary, and Instances that start (a scale-up, a rebuild) start on it
+(`start_hash`, `ome.omenative.held_revision`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ome.api.resources import INFERENCE_SERVICES
 from ome.framework.cache import SharedCache
 from ome.framework.reconcile import Request
-from ome.omenative import canary_progression, canary_run
+from ome.omenative import canary_progression, canary_run, held_revision
 from ome.omenative import instance_names as names
 from ome.webhooks.canary_validation import progression_kind
 
@@ -54,6 +56,18 @@ def revert_revision(cache: SharedCache, replica: Mapping[str, Any], known: Itera
     if not current or current == status.get("updateRevision"):
         return None
     return current if names.hash_of_revision(current) in set(known) else None
+
+
+def start_hash(
+    cache: SharedCache, replica: Mapping[str, Any], update_hash: str, known: Collection[str]
+) -> str:
+    """The revision hash a newly started Instance of this replica runs: the update revision's, or the
+    replica's `currentRevision` while the update revision is held, by a canary rollback or by retries."""
+    status = replica.get("status") or {}
+    update_revision = names.revision_name(names.base_name(replica), replica["spec"]["component"], update_hash)
+    held = status.get("updateRevision") == update_revision  # a hold read from status is of that revision
+    revert = revert_revision(cache, replica, known) if held else None
+    return held_revision.start_hash(status, update_revision, known, canary_revert=revert)
 
 
 def _sibling(cache: SharedCache, replica: Mapping[str, Any], component: str) -> Obj | None:

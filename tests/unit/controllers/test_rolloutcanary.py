@@ -231,8 +231,10 @@ async def test_a_failing_sample_rolls_back_holds_the_revision_and_closes_the_run
     clock.now += timedelta(minutes=5)
     await rec.reconcile(REQ)
     assert len(api.writes) == writes
-    # Still held: the Instance rollout keeps planning toward the stable revision.
+    # Still held: the Instance rollout keeps planning toward the stable revision, and Instances that start
+    # (a scale-up, a rebuild) start on it.
     assert hold.revert_revision(api, rep, {"aaaaaaaa", "bbbbbbbb"}) == OLD  # type: ignore[arg-type]
+    assert hold.start_hash(api, rep, "bbbbbbbb", {"aaaaaaaa", "bbbbbbbb"}) == "aaaaaaaa"  # type: ignore[arg-type]
 
 
 async def test_a_missing_policy_parks_once_with_the_documented_reason() -> None:
