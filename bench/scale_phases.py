@@ -96,19 +96,31 @@ async def churn(client: Client, namespace: str, n: int, rate: float, seconds: fl
                 ready.setdefault((name, g), now)
             seen_ready[name] = max(seen_ready.get(name, 0), gen)
 
-    async def watch() -> None:
-        async for kind, obj in client.watch(resources.INFERENCE_SERVICES, namespace, resource_version=rv,
-                                            timeout_seconds=int(seconds) + 120):
-            if kind not in ("ADDED", "MODIFIED"):
-                continue  # BOOKMARK carries no name
-            status = obj.get("status") or {}
-            note(obj["metadata"]["name"], int(status.get("observedGeneration") or 0), _ready_at(obj))
+    async def catch_up() -> str:
+        items, version = await client.list(resources.INFERENCE_SERVICES, namespace)
+        for item in items:
+            status = item.get("status") or {}
+            note(item["metadata"]["name"], int(status.get("observedGeneration") or 0), _ready_at(item))
+        return version
+
+    async def watch(version: str) -> None:
+        while True:  # a watch the loaded apiserver ends (timeout, 410, dropped) is opened again
+            with contextlib.suppress(errors.ApiError):
+                async for kind, obj in client.watch(resources.INFERENCE_SERVICES, namespace,
+                                                    resource_version=version, timeout_seconds=60):
+                    if kind not in ("ADDED", "MODIFIED"):
+                        continue  # BOOKMARK carries no name
+                    version = obj["metadata"].get("resourceVersion") or version
+                    status = obj.get("status") or {}
+                    note(obj["metadata"]["name"], int(status.get("observedGeneration") or 0), _ready_at(obj))
+            with contextlib.suppress(errors.ApiError):
+                version = await catch_up()
 
     for item in (await client.list(resources.INFERENCE_SERVICES, namespace))[0]:
         status = item.get("status") or {}
         seen_gen[item["metadata"]["name"]] = int(status.get("observedGeneration") or 0)
         seen_ready[item["metadata"]["name"]] = seen_gen[item["metadata"]["name"]] if _ready_at(item) else 0
-    watcher = asyncio.create_task(watch())
+    watcher = asyncio.create_task(watch(rv))
     started = time.monotonic()
     pending: set[asyncio.Task[None]] = set()
 
@@ -137,7 +149,7 @@ async def churn(client: Client, namespace: str, n: int, rate: float, seconds: fl
         await watcher
     to_gen = [max(0.0, observed[k] - t) for k, t in sent.items() if k in observed]
     to_ready = [max(0.0, ready[k] - t) for k, t in sent.items() if k in ready]
-    return {"changes": len(sent), "rate": len(sent) / issued if issued else 0.0,
+    return {"changes": len(sent), "asked": total, "rate": len(sent) / issued if issued else 0.0,
             "gen": to_gen, "ready": to_ready, "missing_gen": len(sent) - len(to_gen),
             "missing_ready": len(sent) - len(to_ready)}
 
