@@ -4,7 +4,8 @@ autoscaler, InferenceReplica, Instance rollout, rollout coordination and rollout
 - A canary with a manual step stops with one of two engine Instances on the new revision, and a promote
   annotation finishes it.
 - A canary whose analysis fails (a Prometheus-compatible HTTP API served by the test on 127.0.0.1,
-  answering the query with a breaching value) rolls back, and the rejected revision stays held.
+  answering the query with a breaching value) rolls back, and the rejected revision stays held: a scale-up
+  meanwhile starts its new Instance on the stable revision.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from ome.api.resources import EVENTS, INFERENCE_REPLICAS, INFERENCE_SERVICES
+from ome.api.resources import EVENTS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers import inferencereplica, instancerollout
 from ome.controllers.autoscaler import controller as autoscaler_controller
@@ -226,3 +227,21 @@ async def test_a_failing_analysis_rolls_back_and_holds_the_revision(
     found = await client.get(INFERENCE_SERVICES, "guarded", namespace)
     assert engine_status(found).get("rolloutPhase") == "RolledBack"
     assert not (found["status"].get("rollout") or {}).get("activeRun")
+
+    # A scale-up while the revision is held: the new Instance starts on the stable revision, and no pod of
+    # the rejected revision appears on the way.
+    await client.patch(INFERENCE_SERVICES, "guarded", {"spec": {"engine": {"minReplicas": 3, "maxReplicas": 3}}},
+                       namespace)
+    seen: set[str] = set()
+
+    async def scaled() -> bool:
+        pods, _ = await client.list(PODS, namespace)
+        seen.update(str(p["metadata"].get("labels", {}).get("ome.io/revision-hash"))
+                    for p in pods if p["metadata"]["name"].startswith("guarded-engine-"))
+        update, _current, running = await revisions(client, namespace, "guarded")
+        return update == new and running == [old, old, old]
+
+    await eventually(scaled, timeout=120)
+    assert seen == {old}, seen
+    found = await client.get(INFERENCE_SERVICES, "guarded", namespace)
+    assert engine_status(found).get("rolloutPhase") == "RolledBack"
