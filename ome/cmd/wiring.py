@@ -211,6 +211,8 @@ async def self_register_webhooks(
     await server.wait_ready()
     registered.append(await self_register.register(client, port=server.port, ca_bundle=ca_bundle))
     log.info("webhook configurations registered", url=f"https://127.0.0.1:{server.port}")
+    # Another replica that stops deletes them when they name it last: put them back while we serve.
+    await self_register.keep_registered(client, port=server.port, ca_bundle=ca_bundle)
 
 
 async def unregister_webhooks(client: Client, registered: list[Registration]) -> None:

@@ -10,11 +10,14 @@ webhooks they registered.
 
 from __future__ import annotations
 
+import asyncio
 import base64
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+import structlog
 
 from ome.framework import certs, errors, resources
 from ome.framework.client import Client
@@ -22,6 +25,14 @@ from ome.webhooks import registry
 
 FIELD_MANAGER: Final = "ome-webhook-self-register"
 LOOPBACK: Final = "127.0.0.1"
+KEEP_INTERVAL: Final = 5.0
+"""Seconds between a replica's checks that the configurations still exist."""
+
+_CONFIGURATIONS: Final = (
+    resources.MUTATING_WEBHOOK_CONFIGURATIONS,
+    resources.VALIDATING_WEBHOOK_CONFIGURATIONS,
+)
+_log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +67,33 @@ async def register(
     await _apply_replacing(client, resources.MUTATING_WEBHOOK_CONFIGURATIONS, mutating)
     await _apply_replacing(client, resources.VALIDATING_WEBHOOK_CONFIGURATIONS, validating)
     return Registration(name, ca_bundle)
+
+
+async def keep_registered(
+    client: Client,
+    *,
+    port: int,
+    ca_bundle: bytes,
+    name: str = registry.CONFIGURATION_NAME,
+    interval: float = KEEP_INTERVAL,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Runs for the life of the server: registers again whenever a configuration is gone.
+
+    Every replica registers itself at start and the last one wins; a replica that stops deletes the
+    configurations when they still name it (`unregister(only_if_ours=True)`), which leaves the replicas
+    still serving without admission. So each one checks every `interval` and puts them back.
+    """
+    while True:
+        await sleep(interval)
+        try:
+            for res in _CONFIGURATIONS:
+                await client.get(res, name)
+        except errors.NotFound:
+            await register(client, port=port, ca_bundle=ca_bundle, name=name)
+            _log.info("webhook configurations registered again", url=f"https://{LOOPBACK}:{port}")
+        except errors.ApiError as exc:  # an apiserver restarting: the next round looks again
+            _log.info("webhook configurations not checked", error=str(exc))
 
 
 async def _apply_replacing(client: Client, res: resources.Resource, body: dict[str, Any]) -> None:
