@@ -38,6 +38,8 @@ KINDS = [
     "Pod",
     "AutoscalerPolicy",
     "RolloutPolicy",
+    "BaseModel",
+    "ClusterBaseModel",
     7,
     None,
 ]
