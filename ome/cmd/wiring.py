@@ -85,6 +85,8 @@ class Settings:
             pod_monitor_served=self.pod_monitor_served,
             migration_audit_configured=life.migration_caps() is not None,
             scale_up_pod_batch_size=life.scale_up_pod_batch_size,
+            scale_down_pod_batch_size=life.scale_down_pod_batch_size,
+            scale_down_requeue_interval=parse_duration(life.scale_down_requeue_interval),
         )
 
     def migration_settings(self) -> MigrationSettings:

@@ -253,8 +253,8 @@ class TeardownConfig(_Section):
 
 # Documented lifecycle keys this controller validates but does not act on yet; the manager names each one
 # that is set in a startup warning, so none is ignored silently.
-# scaleUpPodBatchSize is acted on (ome/omenative/pod_batching.py); these are validated and named in a warning.
-LIFECYCLE_NOT_ACTED_ON: Final = ("gangScheduleTimeout", "scaleDownPodBatchSize", "scaleDownRequeueInterval")
+# The pod batching keys are acted on (ome/omenative/pod_batching.py, scale_down_batching.py).
+LIFECYCLE_NOT_ACTED_ON: Final = ("gangScheduleTimeout",)
 
 
 class LifecycleConfig(_Section):

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ome.omenative import instance_names as names
+from ome.omenative import scale_down_batching
 from ome.omenative.pods_view import PodView, format_time, go_duration, parse_time
 from ome.omenative.revisions import RevisionData
 
@@ -54,6 +55,10 @@ class Context:
     start_hash: str | None = None
     """The revision a starting Instance runs when not `update_hash`: the update revision is held
     (`ome.omenative.held_revision`)."""
+    scale_down_budget: int | None = None
+    """lifecycle.scaleDownPodBatchSize (`ome.omenative.scale_down_batching`); None: unbounded."""
+    scale_down_requeue: float | None = None
+    """lifecycle.scaleDownRequeueInterval in seconds: the fallback wake while scale-down work remains."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,8 @@ class Plan:
     removed: list[int] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     wake_after: float | None = None
+    scale_down: scale_down_batching.Wave | None = None
+    """This pass's scale-down wave (None: nothing to scale down)."""
 
     def wake(self, seconds: float) -> None:
         seconds = max(seconds, 0.5)
@@ -89,11 +96,22 @@ def plan(ctx: Context, rows: Iterable[Row], pods: Iterable[PodView]) -> Plan:
     if ctx.paused:
         keep = {i for i in keep if i in previous or i in by_index}  # none starts during a pause
     out = Plan()
+    wave = scale_down_batching.select(previous, drop, by_index, ctx.scale_down_budget)
+    if wave.in_progress:
+        out.scale_down = wave
+        if ctx.scale_down_requeue is not None:
+            out.wake(ctx.scale_down_requeue)
     for index in sorted(keep | drop | set(previous)):
         row = previous.get(index) or adopt_row(ctx, index, by_index.get(index, []))
-        if index in drop:
+        if index in wave.admitted:
             row = start_delete(ctx, row)
+        elif index in wave.deferred and scale_down_batching.deleting(row):
+            out.rows.append(counted(ctx, row, by_index.get(index, []), None))  # waits outside the wave
+            continue
+        creates = len(out.creates)
         new = step(ctx, row, by_index.get(index, []), out)
+        if index in wave.deferred:
+            del out.creates[creates:]  # an extra waiting to be deleted gets no new pod
         if new is None:
             out.removed.append(index)
         else:

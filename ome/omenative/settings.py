@@ -49,6 +49,12 @@ class InferenceReplicaSettings:
     scale_up_pod_batch_size: int | None = None
     """lifecycle.scaleUpPodBatchSize: missing pods created per pass over a component (whole Instances);
     None: unbounded, as when the key is absent."""
+    scale_down_pod_batch_size: int | None = None
+    """lifecycle.scaleDownPodBatchSize: pod-equivalent cost drained and deleted at once per component
+    (whole Instances, `ome.omenative.scale_down_batching`); None: unbounded, as when the key is absent."""
+    scale_down_requeue_interval: float | None = None
+    """lifecycle.scaleDownRequeueInterval in seconds: the fallback check while scale-down work remains;
+    None: no periodic check (events and deadlines still wake the controller)."""
 
     def __post_init__(self) -> None:
         if self.instance_ready_timeout is not None and self.instance_ready_timeout <= 0:

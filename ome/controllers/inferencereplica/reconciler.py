@@ -50,6 +50,7 @@ from ome.omenative import (
     pod_render,
     podmonitor,
     revisions,
+    scale_down_metrics,
     services,
     status,
     status_metrics,
@@ -94,6 +95,7 @@ class InferenceReplicaReconciler:
         self._recorder = recorder
         self._now = now or (lambda: datetime.now(UTC).replace(microsecond=0))
         self._gang: bool | None = None
+        self._scale_down = scale_down_metrics.ScaleDownSeries()
         self.writes = 0
         """API writes made, for tests and benchmarks (a no-op reconcile adds none)."""
 
@@ -112,6 +114,7 @@ class InferenceReplicaReconciler:
         if replica is None:
             self.expectations.delete(key)
             self._waits.forget(key)
+            self._scale_down.forget(key)
             return Result()
         if self._written.behind(replica):
             # The cache has not shown our last write of this replica (ours or the rollout's): a plan from
@@ -152,6 +155,7 @@ class InferenceReplicaReconciler:
         await self._ensure_pod_monitor(replica, data)
         await self._prune_revisions(replica, known, plan.rows, ctx.update_revision)
         await self._write_status(replica, ctx, plan, pods, known)
+        self._report_scale_down(key, ctx, plan)
         return Result(requeue_after=_earliest(plan.wake_after, wake))
 
     def _batch_scale_up(self, key: tuple[str, str], plan: instances.Plan) -> None:
@@ -164,6 +168,15 @@ class InferenceReplicaReconciler:
                      admittedInstances=len(admitted), deferredInstances=len(deferred),
                      admittedPods=sum(len(c.names) for c in admitted))
             plan.creates = admitted
+
+    def _report_scale_down(self, key: tuple[str, str], ctx: instances.Context, plan: instances.Plan) -> None:
+        """The `OMENative scale-down wave` line and series of configure-pod-batching.md, after the status
+        write that admitted the wave (a failed write reports nothing)."""
+        identity = (key[0], ctx.base, ctx.component)
+        self._scale_down.report(key, identity, plan.scale_down)
+        if plan.scale_down is not None:
+            log.info("OMENative scale-down wave", namespace=key[0], isvc=ctx.base, component=ctx.component,
+                     **plan.scale_down.summary())
 
     # -- waits --------------------------------------------------------------------------------
 
@@ -253,6 +266,7 @@ class InferenceReplicaReconciler:
         wake = self._log_instance_waits(key, ctx, plan, pods)
         await self._apply(replica, ctx, plan, known)
         await self._write_status(replica, ctx, plan, pods, known)
+        self._report_scale_down(key, ctx, plan)
         return Result(requeue_after=_earliest(plan.wake_after, decision.requeue_after, wake))
 
     async def _live_pods(self, replica: Mapping[str, Any]) -> list[Obj]:
@@ -306,6 +320,8 @@ class InferenceReplicaReconciler:
             paused=bool(spec.get("paused")),
             replica=f"{replica['metadata'].get('namespace', '')}/{replica['metadata']['name']}",
             start_hash=held.start_hash(self._cache, replica, digest, known),
+            scale_down_budget=self._settings.scale_down_pod_batch_size,
+            scale_down_requeue=self._settings.scale_down_requeue_interval,
         )
 
     def _ready_timeout(self, replica: Mapping[str, Any]) -> float | None:

@@ -68,8 +68,10 @@ def test_documented_keys_not_acted_on_are_named() -> None:
     config = cfg.parse({"lifecycle": '{"gangScheduleTimeout": "10m", "scaleUpPodBatchSize": 100,'
                                      ' "scaleDownRequeueInterval": "5s", "forceDelete": {"after": "10m"},'
                                      ' "instanceReadyTimeout": "30m"}'})
-    # forceDelete and scaleUpPodBatchSize are acted on
-    assert config.lifecycle.not_acted_on() == ["gangScheduleTimeout", "scaleDownRequeueInterval"]
+    # forceDelete, scaleUpPodBatchSize and scaleDownRequeueInterval are acted on
+    assert config.lifecycle.not_acted_on() == ["gangScheduleTimeout"]
+    batching = cfg.parse({"lifecycle": '{"scaleDownPodBatchSize": 32, "scaleDownRequeueInterval": "5s"}'})
+    assert batching.lifecycle.not_acted_on() == []
     assert cfg.parse({"lifecycle": '{"instanceReadyTimeout": "30m"}'}).lifecycle.not_acted_on() == []
 
 
