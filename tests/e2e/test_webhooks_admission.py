@@ -224,11 +224,19 @@ async def test_leader_without_worker(env: Env) -> None:
 
 
 async def test_rollout_rules(env: Env) -> None:
-    groups = {"groups": [{"components": ["engine"], "canary": {"steps": [{"capacity": 1, "traffic": 10}]}}]}
+    # A valid plan, so the only broken rule is the mode: the plan body is checked first (v1.3's
+    # ValidateCanary), and a plan ending below 100 would be CanaryInvalid instead.
+    steps = [{"capacity": 1, "traffic": 10}, {"capacity": "100%", "traffic": 100}]
+    groups = {"groups": [{"components": ["engine"], "canary": {"steps": steps}}]}
     message = await env.denial(
         "canary", model={"name": env.model}, engine={"runner": {"image": "x"}}, rollout=groups
     )
     assert message.endswith("(CanaryRequiresOMENative)")
+    steps[-1]["traffic"] = 90
+    message = await env.denial(
+        "canary", model={"name": env.model}, engine={"runner": {"image": "x"}}, rollout=groups
+    )
+    assert message == "spec.rollout.groups[0].canary final step traffic must be 100, got 90 (CanaryInvalid)"
     message = await env.denial("scaling", model={"name": env.model}, scalingPolicy={"mode": "Proportional"})
     assert message.endswith("(ScalingModeNotImplemented)")
     zero = {"updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}}
