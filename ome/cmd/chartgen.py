@@ -11,6 +11,7 @@ generator only turns chosen fields into values:
 | `ome.controller.kubeApiQps`, `.kubeApiBurst` | `--kube-api-qps`, `--kube-api-burst` |
 | `ome.controller.inferenceserviceMaxConcurrentReconciles`, `...inferencereplica...` | concurrency |
 | `ome.inferenceserviceConfig` | every key of the `inferenceservice-config` ConfigMap |
+| `ome.controller.coordination` | its `coordination` entry (config/chart/coordination.yaml; null: none) |
 | `ome.benchmarkJob.{image,tag,cpuRequest,memoryRequest,cpuLimit,memoryLimit}` | `benchmarkjob-config` |
 | `webhook.certManager.enabled` | cert-manager Issuer, Certificate, CA injection (config/certmanager); |
 | | else the manager's self-signed certificate (`--webhook-cert-bootstrap`, config/default) |
@@ -150,6 +151,7 @@ def default_values() -> Obj:
         _set(values, path, int(raw) if raw.isdigit() else raw)
     config = next(d for d in _load("configmap", "inferenceservice-config.yaml"))
     values["ome"]["inferenceserviceConfig"] = chart_config_data(config["data"])
+    values["ome"]["controller"]["coordination"] = chart_coordination()
     bench = benchmark.PodConfig()
     image, _, tag = bench.image.rpartition(":")
     values["ome"]["benchmarkJob"] = {"image": image, "tag": tag, "cpuRequest": bench.cpu_request,
@@ -163,6 +165,17 @@ def default_values() -> Obj:
 def chart_lifecycle() -> Obj:
     """The lifecycle keys the chart adds to config/'s (config/chart/lifecycle.yaml)."""
     return dict(_load("chart", "lifecycle.yaml")[0])
+
+
+def chart_coordination() -> Obj:
+    """The chart's `coordination` entry (config/chart/coordination.yaml), a value of its own as the docs name
+    it (`ome.controller.coordination.defaultRatioTolerancePercent`)."""
+    return dict(_load("chart", "coordination.yaml")[0])
+
+
+def coordination_json(coordination: Obj) -> str:
+    """What Helm's toJson writes for the value: compact, keys sorted."""
+    return json.dumps(coordination, separators=(",", ":"), sort_keys=True)
 
 
 def chart_config_data(data: Obj) -> Obj:
@@ -261,6 +274,9 @@ def _configmap_template() -> str:
         "data:\n"
         "  {{- range $key, $value := .Values.ome.inferenceserviceConfig }}\n"
         "  {{ $key }}: {{ $value | toString | quote }}\n"
+        "  {{- end }}\n"
+        "  {{- with .Values.ome.controller.coordination }}\n"
+        "  coordination: {{ toJson . | quote }}\n"
         "  {{- end }}\n"))
 
 
@@ -384,6 +400,12 @@ def _render_blocks(text: str, values: Obj) -> str:
                 out += [f"  {k}: {json.dumps(str(v))}" for k, v in config.items()]
             next(lines)  # the key line
             next(lines)  # its end
+        elif stripped.startswith("{{- with .Values.ome.controller.coordination"):
+            coordination = values["ome"]["controller"].get("coordination")
+            if all(stack) and coordination:
+                out.append(f"  coordination: {json.dumps(coordination_json(coordination))}")
+            next(lines)  # the key line
+            next(lines)  # its end
         elif all(stack):
             out.append(_render_bench(line, values))
     return "\n".join(out) + "\n"
@@ -414,6 +436,7 @@ def config_default_objects() -> list[Obj]:
         docs += copy.deepcopy(_load(*parts))
     config = next(d for d in docs if d["metadata"]["name"] == "inferenceservice-config")
     config["data"] = chart_config_data(config["data"])
+    config["data"]["coordination"] = coordination_json(chart_coordination())
     for crd in sorted((CONFIG / "crd").glob("ome.io_*.yaml")):
         for doc in _load("crd", crd.name):
             doc["metadata"]["annotations"][KEEP[0]] = KEEP[1]

@@ -119,3 +119,23 @@ def test_the_chart_sets_the_documented_migration_settings_and_config_does_not() 
     plain = cfg.parse(kustomize["data"]).lifecycle
     assert plain.migration_caps() is None and plain.auto_migrate_attempts() is None
     assert plain.stuck_pod_grace_period is None and plain.instance_ready_timeout == "30m"
+
+
+def test_the_chart_sets_the_documented_ratio_tolerance_as_its_own_value() -> None:
+    """rollout-groups.md §Rolling update: a left-out maintainRatio.tolerance is 5, the ome-resources value
+    `ome.controller.coordination.defaultRatioTolerancePercent`; the chart writes it as inferenceservice-config's
+    `coordination` entry, and a null value leaves the entry out."""
+    from ome.config import inferenceservice_config as cfg
+
+    values = yaml.safe_load((chartgen.CHARTS / "ome-resources" / "values.yaml").read_text())
+    assert values["ome"]["controller"]["coordination"] == {"defaultRatioTolerancePercent": 5}
+    template = (chartgen.CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
+    assert "{{- with .Values.ome.controller.coordination }}" in template
+    cm = by_key(chartgen.render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
+    assert json.loads(cm["data"]["coordination"]) == {"defaultRatioTolerancePercent": 5}
+    assert cfg.parse(cm["data"]).coordination.default_ratio_tolerance_percent == 5
+    unset = chartgen.default_values()
+    unset["ome"]["controller"]["coordination"] = None
+    text = template.replace(chartgen.NS.template, chartgen.NAMESPACE)
+    rendered = chartgen._parse(chartgen._render_blocks(text, unset))[0]
+    assert "coordination" not in rendered["data"]
