@@ -84,6 +84,7 @@ SERVICE_ACCOUNTS: Final = _core("ServiceAccount", "serviceaccounts", sub=frozens
 PVCS: Final = _core("PersistentVolumeClaim", "persistentvolumeclaims", sub=_STATUS)
 PVS: Final = _core("PersistentVolume", "persistentvolumes", namespaced=False, sub=_STATUS)
 ENDPOINTS: Final = _core("Endpoints", "endpoints")
+RESOURCE_QUOTAS: Final = _core("ResourceQuota", "resourcequotas", sub=_STATUS)
 
 # Built-in groups.
 DEPLOYMENTS: Final = Resource("apps", "v1", "Deployment", "deployments", True, _STATUS_SCALE)

@@ -446,8 +446,21 @@ async def test_a_quota_refused_surge_waits_as_quota_exceeded_then_finishes_once_
 
         row = await until(waiting)
         assert row["phase"] == "Updating" and row["operation"]["step"] == "Surge"
+        # Held long enough that a retry on the work queue's error backoff would now wait ~20 s; the
+        # quota watch (and the bounded recheck) make the raise seen at once instead.
+        await asyncio.sleep(20)
         await client.patch(RESOURCE_QUOTAS, "pods", {"spec": {"hard": {"pods": "2"}}}, namespace)
+        raised = time.monotonic()
+
+        async def surged() -> bool:
+            with contextlib.suppress(errors.NotFound):
+                return bool(await client.get(PODS, "quota-engine-0-default-1", namespace))
+            return False
+
+        await until(surged, timeout=30)
+        resumed_in = time.monotonic() - raised
         after = await settled(client, namespace, "quota-engine", replicas=1)
+    assert resumed_in < 8, f"the surge pod came {resumed_in:.1f}s after the quota was raised"
     assert sampler.min_serving >= 1, sampler
     [row] = after["status"]["instanceStatuses"]
     assert row.get("activeOrdinal") == 1 and "operation" not in row

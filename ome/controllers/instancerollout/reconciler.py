@@ -30,6 +30,7 @@ import structlog
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.durations import parse_duration
+from ome.controllers import quota_view
 from ome.controllers.inferencereplica.reconciler import PODGROUPS
 from ome.controllers.rolloutcanary import hold as canary_hold
 from ome.controllers.rolloutcoordination import observe as coordination
@@ -136,9 +137,13 @@ class InstanceRolloutReconciler:
                 if failed is not None:
                     raise failed
                 return Result()  # the change that raced us triggers its own pass
-        await self._act(written, late, known)
+        [late_outcome] = await asyncio.gather(self._act(written, late, known), return_exceptions=True)
+        late_failed = _error(late_outcome)
+        if late_failed is not None and not quota_view.is_quota_refusal(late_failed):
+            raise late_failed
+        failed = failed or late_failed
         await self._drop_pod_groups(written, plan.removed)
-        if failed is not None:
+        if failed is not None and not self._quota_wait_recorded(written, failed):
             raise failed
         await self._announce(written, plan)
         if plan.release_answered:
@@ -153,9 +158,25 @@ class InstanceRolloutReconciler:
                 deletes=len(plan.deletes),
             )
         wake = plan.wake_after
+        if failed is not None:
+            # Only quota refusals, already shown as waiting QuotaExceeded: try again soon, not on the
+            # growing error backoff (a quota change also brings a pass: see quota_view).
+            wake = quota_view.QUOTA_RECHECK if wake is None else min(wake, quota_view.QUOTA_RECHECK)
         if (memory := self._memory_ends(written)) is not None:
             wake = memory if wake is None else min(wake, memory)
         return Result(requeue_after=wake)
+
+    def _quota_wait_recorded(self, replica: Mapping[str, Any], failed: BaseException) -> bool:
+        """Whether the pass failed only on quota refusals that the written status already shows as
+        `waiting: QuotaExceeded`. A first refusal is raised instead, so the work queue's first, short
+        backoff brings the pass that records the wait."""
+        if not quota_view.is_quota_refusal(failed):
+            return False
+        meta = replica["metadata"]
+        refused = self._quota.get((meta["namespace"], meta["name"]), set())
+        shown = {int(r["index"]) for r in status.rows_of(replica.get("status") or {})
+                 if (r.get("operation") or {}).get("waiting") == quota_view.QUOTA_EXCEEDED}
+        return bool(refused) and refused <= shown
 
     def _memory_ends(self, replica: Mapping[str, Any]) -> float | None:
         """Seconds until the first remembered write of this replica's pods is forgotten. A write skipped
@@ -349,7 +370,9 @@ class InstanceRolloutReconciler:
         for key, _ in failures:
             self._recent.pop(key, None)
         if failures:
-            raise failures[0][1]
+            # Any other failure before a quota refusal: only a pass refused by quota alone is retried
+            # on the quota's bounded interval rather than the error backoff.
+            raise min((f for _, f in failures), key=quota_view.is_quota_refusal)
 
     async def _delete_pod(self, ns: str, name: str) -> None:
         with contextlib.suppress(errors.NotFound):
@@ -391,9 +414,9 @@ class InstanceRolloutReconciler:
         except errors.AlreadyExists:
             pass
         except errors.Forbidden as exc:
-            if "exceeded quota" in exc.message:
-                # The operation waits (QuotaExceeded, its clock stopped); the work queue's retry of this
-                # error tries the create again.
+            if quota_view.is_quota_refusal(exc):
+                # The operation waits (QuotaExceeded, its clock stopped); a quota change or the bounded
+                # recheck (quota_view) tries the create again.
                 self._quota.setdefault((meta["namespace"], meta["name"]), set()).add(index)
             raise
         except errors.Invalid:

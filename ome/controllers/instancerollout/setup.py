@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, OME_GROUP, PODS
+from ome.controllers import quota_view
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.controllers.node_view import node_informer
 from ome.controllers.rolloutcanary import hold as canary_hold
@@ -40,6 +41,9 @@ def add_to_manager(manager: Manager, settings: RolloutSettings) -> Controller:
         ])
         # A canary's step, rollback or hold is written on the InferenceService (rolloutcanary).
         .watches(cache.informer_for(INFERENCE_SERVICES), canary_hold.replica_requests)
+        # A quota raised (or freed) in a namespace: its Instances waiting on QuotaExceeded try again now.
+        .watches(quota_view.quota_informer(cache), lambda obj: quota_view.quota_waiters(cache, obj),
+                 quota_view.quota_changed)
     )
     manager.add_controller(controller)
     return controller

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ome.api.resources import INFERENCE_REPLICAS, PODS
+from ome.controllers import quota_view
 from ome.controllers.inferencereplica.reconciler import PODGROUPS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.framework import errors
@@ -234,11 +235,18 @@ async def test_a_quota_refusal_shows_as_waiting_quota_exceeded_until_the_pod_is_
     change_image(world, "img:2")
     await world.reconcile()
     with pytest.raises(errors.Forbidden):
-        await mover.reconcile(REQ)
-    with pytest.raises(errors.Forbidden):
-        await mover.reconcile(REQ)  # the retry records the hold and tries again
+        await mover.reconcile(REQ)  # a first refusal: the error backoff's short first step records it
+    # The retry records the hold and tries again; once shown, a refusal is retried on a bounded
+    # interval rather than the work queue's growing error backoff (up to 1000 s).
+    result = await mover.reconcile(REQ)
+    assert result.requeue_after is not None and 0 < result.requeue_after <= quota_view.QUOTA_RECHECK <= 30
     [row] = [r for r in rows(world) if r["index"] == 0]
     assert row["operation"]["waiting"] == "QuotaExceeded"
+    world.api.writes.clear()
+    attempts = len(world.api.attempts)
+    again = await mover.reconcile(REQ)  # the recheck: the create is tried again, no other write
+    assert again.requeue_after is not None and again.requeue_after <= quota_view.QUOTA_RECHECK
+    assert world.api.attempts[attempts:] == [("create", surge)] and world.api.writes == []
     del world.api.fail[("create", surge)]
     await mover.reconcile(REQ)
     await mover.reconcile(REQ)
