@@ -87,6 +87,7 @@ class Settings:
             scale_up_pod_batch_size=life.scale_up_pod_batch_size,
             scale_down_pod_batch_size=life.scale_down_pod_batch_size,
             scale_down_requeue_interval=parse_duration(life.scale_down_requeue_interval),
+            gang_schedule_timeout=life.gang_clamp(),
         )
 
     def migration_settings(self) -> MigrationSettings:

@@ -52,6 +52,9 @@ class InferenceReplicaSettings:
     scale_down_pod_batch_size: int | None = None
     """lifecycle.scaleDownPodBatchSize: pod-equivalent cost drained and deleted at once per component
     (whole Instances, `ome.omenative.scale_down_batching`); None: unbounded, as when the key is absent."""
+    gang_schedule_timeout: tuple[float, float] | None = None
+    """lifecycle.gangScheduleTimeout as (min, max) seconds: the bounds of a PodGroup's scheduleTimeoutSeconds
+    (`ome.omenative.gang_timeout`); None: unset, the ready timeout as it is."""
     scale_down_requeue_interval: float | None = None
     """lifecycle.scaleDownRequeueInterval in seconds: the fallback check while scale-down work remains;
     None: no periodic check (events and deadlines still wake the controller)."""

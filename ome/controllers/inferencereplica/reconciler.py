@@ -57,6 +57,7 @@ from ome.omenative import (
     teardown,
     waits,
 )
+from ome.omenative.gang_timeout import schedule_timeout_seconds
 from ome.omenative.pods_view import PodView, format_time, view
 from ome.omenative.revisions import RevisionData
 from ome.omenative.settings import InferenceReplicaSettings
@@ -513,6 +514,10 @@ class InferenceReplicaReconciler:
         if not self._gang:
             return
         for create in multi:
+            spec: Obj = {"minMember": ctx.revisions[create.revision_hash].pod_count}
+            timeout = schedule_timeout_seconds(ctx.ready_timeout, self._settings.gang_schedule_timeout)
+            if timeout is not None:
+                spec["scheduleTimeoutSeconds"] = timeout
             body = {
                 "apiVersion": "scheduling.x-k8s.io/v1alpha1",
                 "kind": "PodGroup",
@@ -522,7 +527,7 @@ class InferenceReplicaReconciler:
                     "labels": names.selector_labels(ctx.base, ctx.component),
                     "ownerReferences": [revisions.owner_reference(replica)],
                 },
-                "spec": {"minMember": ctx.revisions[create.revision_hash].pod_count},
+                "spec": spec,
             }
             await self._create(PODGROUPS, body)
 
