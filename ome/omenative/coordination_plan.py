@@ -22,6 +22,8 @@ Group phases (one group; a sequence is one group of its single-component groups)
     Waiting --every new-revision Instance is Ready--> Shifting (old Instances still there)
     Shifting --no old Instance left, some still moving--> ScalingDown
     ScalingDown / Shifting --every Instance on the new revision--> Idle
+    Shifting --every rolling member went as far as its rollingUpdate.partition lets it--> Staged
+    Staged --the partition lowered, or a newer revision--> the phase its members then show
     any --an Instance of a member Failed--> Failed --the members healthy again--> the phase above
     any --ome.io/rollout-paused on the InferenceService--> Paused --annotation removed--> the phase above
 
@@ -73,6 +75,7 @@ from ome.omenative.coordination_types import (
     SCALING_DOWN,
     SEQUENTIAL,
     SHIFTING,
+    STAGED,
     SURGING,
     WAITING,
     GroupContext,
@@ -212,6 +215,10 @@ def phase_of(members: Sequence[Member] | Any) -> str:
     rolling = [m for m in members if m.rolling]
     if not rolling:
         return IDLE
+    # A member held at its partition on purpose is finished for now; the group is Staged once all are.
+    if all(m.staged for m in rolling):
+        return STAGED
+    rolling = [m for m in rolling if not m.staged]
     if any(m.on_target == 0 for m in rolling):
         return SURGING
     if any(m.ready_target < m.on_target - m.moving or m.moving > 0 and m.ready_target == 0 for m in rolling):
@@ -228,6 +235,7 @@ def message_of(phase: str, kind: str) -> str:
         WAITING: "waiting for new-revision pods to be Ready",
         SHIFTING: "shifting traffic; old-revision pods still serving",
         SCALING_DOWN: "scaling down old-revision pods",
+        STAGED: "staged at the partition; held Instances stay on the prior revision",
         FAILED: f"one or more Components in the {kind} group failed",
     }.get(phase, "")
 

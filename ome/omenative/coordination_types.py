@@ -76,6 +76,8 @@ class Member:
     """The target revision's pairing protocol token (None: none)."""
     ready_since: datetime | None = None
     """When the replica's Ready condition last turned True (a rollout's end), while it is True."""
+    partition: int = 0
+    """The update strategy's `rollingUpdate.partition`: Instances held on the prior revision."""
 
     @property
     def rolling(self) -> bool:
@@ -86,6 +88,15 @@ class Member:
     @property
     def done(self) -> bool:
         return not self.rolling
+
+    @property
+    def staged(self) -> bool:
+        """The rollout went as far as the partition lets it: nothing moves, every Instance on the target is
+        Ready, and the old ones left are no more than the partition holds (kubectl-ome/rollout.md, Staged)."""
+        return (
+            self.partition > 0 and self.rolling and self.moving == 0 and 0 < self.old <= self.partition
+            and self.ready_target == self.on_target and self.on_target >= self.desired - self.partition
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +158,7 @@ class GroupContext:
 
 
 def member_of(component: str, replica: Mapping[str, Any] | None, isvc_generation: int | None,
-              strategy: str, pairing_protocol: str | None = None) -> Member:
+              strategy: str, pairing_protocol: str | None = None, partition: int = 0) -> Member:
     """A component's Member; a replica not there yet is an unsynced, empty member (nothing moves)."""
     if replica is None:
         return Member(component, 0, "", "", synced=False, strategy=strategy)
@@ -191,6 +202,7 @@ def member_of(component: str, replica: Mapping[str, Any] | None, isvc_generation
         strategy=strategy,
         pairing_protocol=pairing_protocol,
         ready_since=_ready_since(status),
+        partition=partition,
         **counts,
     )
 

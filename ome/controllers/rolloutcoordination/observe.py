@@ -51,8 +51,9 @@ def members(
         spec = (replica or {}).get("spec") or {}
         strategy = rollout_budget.effective(
             spec.get("lifecycle") or {}, defaults.get(component), spec.get("pacing") or {}
-        ).type
-        out[component] = member_of(component, replica, generation, strategy, spec.get("pairingProtocol"))
+        )
+        out[component] = member_of(component, replica, generation, strategy.type, spec.get("pairingProtocol"),
+                                   strategy.partition)
     return out
 
 

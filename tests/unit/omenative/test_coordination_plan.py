@@ -295,3 +295,36 @@ def test_sequence_waits_until_the_previous_replica_records_its_rollout() -> None
     finishing = Member("decoder", 1, "new", "old", on_target=1, ready_target=1, serving_target=1)
     out = plan(isvc(SEQUENCE), finishing, member("engine", 2))
     assert out.limits["engine"].reason == "Sequential waiting on decoder"
+
+
+def test_members_held_at_their_partition_stage_the_group() -> None:
+    """kubectl-ome/rollout.md: Staged means a group finished rolling out up to the rollingUpdate.partition its
+    components set; the status counts it as settled (RolloutCoordinationReady True, reason Staged)."""
+    spec = isvc([{"components": ["engine", "decoder"]}])
+    staged = plan(spec, member("engine", 4, new=3, partition=1), member("decoder", 2, new=1, partition=1))
+    decision = staged.groups[0][1]
+    assert decision.phase == "Staged" and "partition" in decision.message
+    entries = cstatus.groups_status(staged, None, NOW)
+    assert cstatus.ready_condition(entries) == ("True", "Staged", "")
+    # Not yet at the partition, a held Instance still moving or a new one not Ready: still rolling.
+    assert plan(spec, member("engine", 4, new=2, partition=1),
+                member("decoder", 2, new=1, partition=1)).groups[0][1].phase == "Shifting"
+    assert plan(spec, member("engine", 4, new=3, moving=1, partition=1),
+                member("decoder", 2, new=1, partition=1)).groups[0][1].phase == "Shifting"
+    assert plan(spec, member("engine", 4, new=3, ready=2, partition=1),
+                member("decoder", 2, new=1, partition=1)).groups[0][1].phase == "Waiting"
+    # One member staged, the other still rolling: the group shows the other's phase.
+    assert plan(spec, member("engine", 4, new=3, partition=1),
+                member("decoder", 2, new=0)).groups[0][1].phase == "Surging"
+    # Without a partition the same counts are a rollout in flight.
+    assert plan(spec, member("engine", 4, new=3), member("decoder", 2, new=1)).groups[0][1].phase == "Shifting"
+    # The rolling-update progression reports it too.
+    rolled = isvc([{"components": ["engine", "decoder"], "rollingUpdate": {"maxSurge": 1}}])
+    assert plan(rolled, member("engine", 4, new=2, partition=2),
+                member("decoder", 2, new=1, partition=1)).groups[0][1].phase == "Staged"
+
+
+def test_member_of_carries_the_partition() -> None:
+    replica = {"metadata": {"name": "pd-engine", "generation": 1, "annotations": {}},
+               "spec": {"replicas": 2}, "status": {"observedGeneration": 1}}
+    assert member_of("engine", replica, None, "SurgeThenDrain", None, 1).partition == 1
