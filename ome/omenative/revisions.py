@@ -21,6 +21,9 @@ EXCLUDED_KEYS_ANNOTATION: Final = "ome.io/revision-excluded-annotation-keys"
 """On the InferenceReplica: the InferenceService annotations (inherited by the pod templates, not declared
 by the component) left out of the revision hash, sorted and comma-separated."""
 _RUNNER_ORDER: Final = {"leader": 0, "default": 0, "worker": 1}
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+"""Left out of the hash: moving a workload to another team's queue (accelerator-quota.md) does not roll it;
+running pods keep the old queue until the next rollout replaces them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,19 +97,25 @@ def revision_hash(data: RevisionData, collision_count: int = 0) -> str:
 
 
 def _hashed(data: RevisionData) -> Obj:
-    """What the hash covers: the stored data less the excluded template annotations."""
+    """What the hash covers: the stored data less the excluded template annotations and the queue label."""
     stored = data.to_json()
-    if not data.hash_excluded:
-        return stored
     for runner in stored["runners"]:
         meta = dict(runner["template"].get("metadata") or {})
-        kept = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in data.hash_excluded}
-        if kept:
-            meta["annotations"] = kept
-        else:
-            meta.pop("annotations", None)
+        annotations = meta.get("annotations") or {}
+        labels = meta.get("labels") or {}
+        if not (QUEUE_LABEL in labels or set(annotations) & data.hash_excluded):
+            continue
+        _put(meta, "annotations", {k: v for k, v in annotations.items() if k not in data.hash_excluded})
+        _put(meta, "labels", {k: v for k, v in labels.items() if k != QUEUE_LABEL})
         runner["template"] = {**runner["template"], "metadata": meta}
     return stored
+
+
+def _put(meta: Obj, key: str, kept: Mapping[str, Any]) -> None:
+    if kept:
+        meta[key] = dict(kept)
+    else:
+        meta.pop(key, None)
 
 
 def collision_count(replica: Mapping[str, Any]) -> int:
@@ -119,7 +128,8 @@ def is_ours(existing: Mapping[str, Any], replica: Mapping[str, Any], data: Revis
     uid = replica["metadata"]["uid"]
     owners = (existing.get("metadata") or {}).get("ownerReferences") or []
     owned = any(r.get("controller") and r.get("uid") == uid for r in owners)
-    return owned and from_json(existing.get("data") or {}) == data
+    stored = replace(from_json(existing.get("data") or {}), hash_excluded=data.hash_excluded)
+    return owned and _hashed(stored) == _hashed(data)  # a queue label change is the same revision
 
 
 def controller_revision(replica: Mapping[str, Any], data: RevisionData, number: int) -> Obj:
