@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ome.omenative import instance_names as names
-from ome.omenative import scale_down_batching
+from ome.omenative import operation_holds, scale_down_batching
 from ome.omenative.pods_view import PodView, format_time, go_duration, parse_time
 from ome.omenative.revisions import RevisionData
 
@@ -307,8 +307,8 @@ def check_deadline(
     ctx: Context, row: Row, out: Plan, expected: set[str] | None = None, pods: Iterable[PodView] = ()
 ) -> Row:
     deadline = parse_time((row.get("operation") or {}).get("deadline"))
-    if deadline is None or row.get("phase") == "Failed":
-        return row
+    if deadline is None or row.get("phase") == "Failed" or operation_holds.held(row):
+        return row  # a hold stops the operation's clock (ome.omenative.operation_holds)
     if ctx.now >= deadline:
         failure = deadline_failure(ctx, expected or set(), list(pods))
         operation = row.get("operation") or {}

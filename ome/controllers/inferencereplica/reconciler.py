@@ -31,7 +31,8 @@ import structlog
 from ome.api import resources
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.config.durations import parse_duration
-from ome.controllers import drift
+from ome.controllers import drift, quota_view
+from ome.controllers.inferencereplica.create_holds import CreateHolds
 from ome.controllers.rolloutcanary import hold as held
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.controllers.serving_gate import set_serving_gate
@@ -46,6 +47,7 @@ from ome.omenative import instance_names as names
 from ome.omenative import (
     instances,
     migration_relocate,
+    operation_holds,
     pod_batching,
     pod_render,
     podmonitor,
@@ -57,7 +59,7 @@ from ome.omenative import (
     teardown,
     waits,
 )
-from ome.omenative.gang_timeout import schedule_timeout_seconds
+from ome.omenative.gang_timeout import schedule_timeout_seconds, timeout_patches
 from ome.omenative.pods_view import PodView, format_time, view
 from ome.omenative.revisions import RevisionData
 from ome.omenative.settings import InferenceReplicaSettings
@@ -97,6 +99,10 @@ class InferenceReplicaReconciler:
         self._now = now or (lambda: datetime.now(UTC).replace(microsecond=0))
         self._gang: bool | None = None
         self._scale_down = scale_down_metrics.ScaleDownSeries()
+        self._group_timeouts: dict[tuple[str, str], tuple[str, Any]] = {}
+        """(uid, generation) of each replica whose PodGroups carry this process's gang schedule timeout."""
+        self._holds = CreateHolds()
+        """What held this pass's pod creates, per Instance (`operation.waiting`)."""
         self.writes = 0
         """API writes made, for tests and benchmarks (a no-op reconcile adds none)."""
 
@@ -116,6 +122,7 @@ class InferenceReplicaReconciler:
             self.expectations.delete(key)
             self._waits.forget(key)
             self._scale_down.forget(key)
+            self._group_timeouts.pop(key, None)
             return Result()
         if self._written.behind(replica):
             # The cache has not shown our last write of this replica (ours or the rollout's): a plan from
@@ -151,13 +158,18 @@ class InferenceReplicaReconciler:
         plan = instances.plan(ctx, rows, pods)
         self._batch_scale_up(key, plan)
         wake = self._log_instance_waits(key, ctx, plan, pods)  # before the writes: one may fail
+        self._holds.begin(key)
         await self._apply(replica, ctx, plan, known)
+        holds = self._holds.end(key)
+        plan.rows = operation_holds.settle(plan.rows, holds, ctx.now, ctx.ready_timeout)
+        await self._sync_pod_group_timeouts(key, replica, ctx)
         await self._ensure_services(replica, data, known, plan.rows)
         await self._ensure_pod_monitor(replica, data)
         await self._prune_revisions(replica, known, plan.rows, ctx.update_revision)
         await self._write_status(replica, ctx, plan, pods, known)
         self._report_scale_down(key, ctx, plan)
-        return Result(requeue_after=_earliest(plan.wake_after, wake))
+        recheck = quota_view.QUOTA_RECHECK if operation_holds.QUOTA_EXCEEDED in holds.values() else None
+        return Result(requeue_after=_earliest(plan.wake_after, wake, recheck))
 
     def _batch_scale_up(self, key: tuple[str, str], plan: instances.Plan) -> None:
         """lifecycle.scaleUpPodBatchSize: the Instances whose missing pods are created this pass; the rest
@@ -413,6 +425,8 @@ class InferenceReplicaReconciler:
         for index in plan.removed:
             if self._gang:
                 await self._delete(PODGROUPS, names.pod_group_name(ctx.base, ctx.component, index), ns)
+        # A quota refusal is a hold (operation.waiting), retried on quota events, not an error.
+        failures = [f for f in failures if not quota_view.is_quota_refusal(f)]
         if failures:
             raise next((f for f in failures if isinstance(f, Exception)), failures[0])
 
@@ -429,6 +443,8 @@ class InferenceReplicaReconciler:
             ))
             if failed:
                 self._skip_creations(key, len(bodies) - start, failed[0])
+                if quota_view.is_quota_refusal(failed[0]):
+                    self._holds.quota_refused(key, bodies[start:])
                 return failed
             batch *= 2
         return []
@@ -482,8 +498,10 @@ class InferenceReplicaReconciler:
             await self._create(PODS, body, swallow_exists=False)
         except errors.AlreadyExists:
             self.expectations.creation_observed(key)  # no event will arrive for a pod we did not make
-        except BaseException:  # a cancelled create too: it may never reach the apiserver
+        except BaseException as exc:  # a cancelled create too: it may never reach the apiserver
             self.expectations.creation_observed(key)
+            if quota_view.is_quota_refusal(exc):
+                self._holds.quota_refused(key, [body])
             raise
 
     async def _delete_pod(self, key: tuple[str, str], name: str, ns: str) -> None:
@@ -530,6 +548,28 @@ class InferenceReplicaReconciler:
                 "spec": spec,
             }
             await self._create(PODGROUPS, body)
+
+    async def _sync_pod_group_timeouts(
+        self, key: tuple[str, str], replica: Obj, ctx: instances.Context
+    ) -> None:
+        """Existing PodGroups take the current scheduleTimeoutSeconds (gang-scheduling.md: "OME updates
+        existing PodGroups to the new timeout"). The setting is read at start and the ready timeout is in
+        the spec, so one list per replica generation in this process is enough."""
+        meta = replica["metadata"]
+        mark = (meta["uid"], meta.get("generation"))
+        if self._group_timeouts.get(key) == mark:
+            return
+        if self._gang is None:
+            self._gang = await self._client.is_served(PODGROUPS)
+        if self._gang:
+            selector = names.selector_labels(ctx.base, ctx.component)
+            groups, _ = await self._client.list(PODGROUPS, meta["namespace"], label_selector=selector)
+            want = schedule_timeout_seconds(ctx.ready_timeout, self._settings.gang_schedule_timeout)
+            for name, patch in timeout_patches(groups, want):
+                with contextlib.suppress(errors.NotFound):
+                    await self._client.patch(PODGROUPS, name, patch, meta["namespace"])
+                    self.writes += 1
+        self._group_timeouts[key] = mark
 
     # -- services -----------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, OME_GROUP, PODS, SERVICES
+from ome.controllers import quota_view
 from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
 from ome.framework import transforms
 from ome.framework.controller import Controller
@@ -36,6 +37,10 @@ def add_to_manager(manager: Manager, settings: InferenceReplicaSettings) -> Cont
         .owns(pods, OME_GROUP, "InferenceReplica")
         .owns(svcs, OME_GROUP, "InferenceReplica")
         .owns(revs, OME_GROUP, "InferenceReplica")
+        # A quota raised (or freed) in a namespace: its Create/Restart operations waiting on
+        # QuotaExceeded try their pods again now.
+        .watches(quota_view.quota_informer(cache), lambda obj: quota_view.quota_waiters(cache, obj),
+                 quota_view.quota_changed)
     )
     if settings.pod_monitor_served:
         # Only when the CRD was served at start: an informer on an unserved type never syncs.

@@ -20,15 +20,17 @@ KEY = ("ns", "chat-engine")
 LEADER, WORKER_0, WORKER_1 = "chat-engine-0-leader-0", "chat-engine-0-worker-0", "chat-engine-0-worker-1"
 
 
-def quota() -> errors.Forbidden:
-    return errors.Forbidden(403, "Forbidden", 'pods is forbidden: exceeded quota: "gpus"')
+def denied() -> errors.Forbidden:
+    """An admission webhook's refusal: an error the work queue backs off on (a ResourceQuota's refusal
+    is a hold instead: test_create_holds.py)."""
+    return errors.Forbidden(403, "Forbidden", 'admission webhook "policy.example.com" denied the request')
 
 
 async def gang_world() -> World:
     """A leader + 2 workers Instance whose finalizer and revision exist: the next pass creates pods."""
     world = World()
     world.api.put(INFERENCE_REPLICAS, replica_body(workers=2))
-    world.api.fail.update({("create", name): quota() for name in (LEADER, WORKER_0, WORKER_1)})
+    world.api.fail.update({("create", name): denied() for name in (LEADER, WORKER_0, WORKER_1)})
     with pytest.raises(errors.Forbidden):
         await world.reconcile()
     world.api.fail.clear()
@@ -40,7 +42,7 @@ async def test_creates_go_in_slow_start_batches_that_stop_at_the_first_failure()
     world = World()
     world.api.put(INFERENCE_REPLICAS, replica_body(workers=2))
     # Every pod is rejected, the later ones only after a while (their requests are still in flight).
-    world.api.fail.update({("create", name): quota() for name in (LEADER, WORKER_0, WORKER_1)})
+    world.api.fail.update({("create", name): denied() for name in (LEADER, WORKER_0, WORKER_1)})
     world.api.yields.update({WORKER_0: 3, WORKER_1: 5})
     with pytest.raises(errors.Forbidden):
         await world.reconcile()
@@ -48,7 +50,7 @@ async def test_creates_go_in_slow_start_batches_that_stop_at_the_first_failure()
     assert [a for a in world.api.attempts if a[1].startswith("chat-engine-0-")] == [("create", LEADER)]
     assert world.expectations.satisfied(KEY) and world.expectations.pending(KEY) == (0, 0)
 
-    world.api.fail.clear()  # the quota is raised: the retry creates the whole Instance
+    world.api.fail.clear()  # the rule is lifted: the retry creates the whole Instance
     await world.reconcile()
     assert sorted(world.pods()) == [LEADER, WORKER_0, WORKER_1]
     assert world.expectations.satisfied(KEY)
@@ -57,7 +59,7 @@ async def test_creates_go_in_slow_start_batches_that_stop_at_the_first_failure()
 async def test_a_failed_sibling_does_not_strand_the_creates_still_in_flight() -> None:
     world = await gang_world()
     # Batch 1 (leader) succeeds; in batch 2 worker-0 fails at once while worker-1 is still in flight.
-    world.api.fail[("create", WORKER_0)] = quota()
+    world.api.fail[("create", WORKER_0)] = denied()
     world.api.yields[WORKER_1] = 5
     with pytest.raises(errors.Forbidden):
         await world.reconcile()
