@@ -3,7 +3,8 @@
 States of a record (`phase`) and their transitions; one record of a component moves at a time, oldest
 first, and the others wait in Accepted:
 
-    Accepted --mode Never--> Failed (MigrationRequestRejected)
+    (a request under mode Never is recorded at intake already Failed, MigrationRequestRejected: `intake`)
+    Accepted --mode Never (set after the request was taken)--> Failed (MigrationRequestRejected)
     Accepted --deadline passed--> Failed (MigrationExpired, "deadline exceeded in phase Accepted: ...")
     Accepted --no lifecycle.audit caps--> Accepted (MigrationPolicyUnconfigured, once)
     Accepted --source gone--> Failed (MigrationRequestRejected)
@@ -147,6 +148,24 @@ def accepted_record(
     if reason:
         record["reason"] = reason
     return record
+
+
+def mode_of(lifecycle: Mapping[str, Any]) -> str:
+    """The component's migrationPolicy mode (the replica's spec carries the effective one); Auto unset."""
+    return str((lifecycle.get("migrationPolicy") or {}).get("mode") or "Auto")
+
+
+def intake(
+    uuid: str, component_instance: int, from_node: str, hints: Sequence[str], reason: str,
+    now: datetime, timeout: float | None, mode: str,
+) -> tuple[Record, list[ev.Event]]:
+    """The record a valid request starts as, and the events it gets at once. Under mode Never it is
+    born Failed (started = completed = deadline = now) with its rejection, never Accepted for a pass."""
+    if mode != "Never":
+        return accepted_record(uuid, component_instance, from_node, hints, reason, now, timeout), []
+    record = accepted_record(uuid, component_instance, from_node, hints, reason, now, None)
+    record.update(phase=FAILED, message=NEVER_MESSAGE, completedAt=format_time(now), succeeded=False)
+    return record, ev.rejection(ev.REJECTED, uuid, NEVER_MESSAGE)
 
 
 def plan(inp: Inputs) -> Plan:

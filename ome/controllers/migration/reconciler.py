@@ -3,7 +3,8 @@
 Keyed by InferenceService. A pass (1) takes each `ome.io/migration-request-v1-<uuid>` annotation: a
 request for a component the service lacks is rejected (MigrationRequestRejected, annotation removed);
 one for a component without an InferenceReplica (RawDeployment) stays; otherwise it is recorded as
-Accepted in the replica's `status.migrations`, a `Started` entry goes to the audit ConfigMap, and the
+Accepted in the replica's `status.migrations`, a `Started` entry goes to the audit ConfigMap (under
+migrationPolicy mode Never: recorded Failed at once, its rejection event and a Failed entry), and the
 annotation is removed, in that order, so a crash between the writes repeats a write, never loses a
 request. (2) For each of the service's replicas with records, runs `ome.omenative.migration_plan` and
 writes what it says: rows and records in one status write, then pod deletions, gates and the surge's
@@ -144,13 +145,20 @@ class MigrationReconciler:
         lifecycle = (replica.get("spec") or {}).get("lifecycle") or {}
         own = parse_duration(lifecycle.get("instanceReadyTimeout"))
         timeout = own if own else self._settings.instance_ready_timeout
-        record = mp.accepted_record(request.uuid, request.instance, request.from_node,
-                                    request.hint_target_nodes, request.reason, self._now(), timeout)
+        record, events = mp.intake(request.uuid, request.instance, request.from_node,
+                                   request.hint_target_nodes, request.reason, self._now(), timeout,
+                                   mp.mode_of(lifecycle))
         records.append(record)
         await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": {**prev,
                                                                                    "migrations": records}})
         self.writes += 1
-        await self._audit(isvc, [audit.started_entry(request.component, record, request.requested_by)])
+        for type_, reason, message in events:
+            self._event(isvc, type_, reason, message)
+        entry = audit.started_entry(request.component, record, request.requested_by)
+        if record["phase"] == mp.FAILED:  # born Failed (mode Never): its ledger row is the Failed one
+            entry = {**audit.finished_entry(request.component, record),
+                     **({"requestedBy": request.requested_by} if request.requested_by else {})}
+        await self._audit(isvc, [entry])
         await self._history(isvc, [audit.history_entry(request.component, record, request.requested_by)])
 
     # -- moves --------------------------------------------------------------------------------
@@ -163,7 +171,7 @@ class MigrationReconciler:
         pods = [p for one in raw if (p := rollout_pod(one)) is not None]
         nodes = {p["metadata"]["name"]: n for p in raw if (n := (p.get("spec") or {}).get("nodeName"))}
         lifecycle = spec.get("lifecycle") or {}
-        mode = ((lifecycle.get("migrationPolicy") or {}).get("mode")) or "Auto"
+        mode = mp.mode_of(lifecycle)
         inp = mp.Inputs(
             namespace=meta["namespace"], replica=meta["name"], base=names.base_name(replica),
             component=spec["component"], records=list(prev.get("migrations") or []),
