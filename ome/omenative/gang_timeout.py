@@ -9,6 +9,8 @@ default applies).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 def schedule_timeout_seconds(ready_timeout: float | None, clamp: tuple[float, float] | None) -> int | None:
@@ -24,4 +26,18 @@ def _whole(seconds: float) -> int:
     return max(math.ceil(seconds), 1)
 
 
-__all__ = ["schedule_timeout_seconds"]
+
+
+def timeout_patches(
+    groups: Iterable[Mapping[str, Any]], want: int | None
+) -> list[tuple[str, dict[str, Any]]]:
+    """(name, merge patch) for each existing PodGroup whose `scheduleTimeoutSeconds` is not `want`
+    ("OME updates existing PodGroups to the new timeout"); None removes the field."""
+    return [
+        (group["metadata"]["name"], {"spec": {"scheduleTimeoutSeconds": want}})
+        for group in groups
+        if (group.get("spec") or {}).get("scheduleTimeoutSeconds") != want
+    ]
+
+
+__all__ = ["schedule_timeout_seconds", "timeout_patches"]

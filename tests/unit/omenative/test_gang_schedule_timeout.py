@@ -8,9 +8,10 @@ import pytest
 from ome.api.resources import INFERENCE_REPLICAS
 from ome.cmd import wiring
 from ome.config import inferenceservice_config as cfg
-from ome.controllers.inferencereplica.reconciler import PODGROUPS
-from ome.omenative.gang_timeout import schedule_timeout_seconds
-from tests.unit.controllers.inferencereplica.world import World
+from ome.controllers.inferencereplica.reconciler import PODGROUPS, InferenceReplicaReconciler
+from ome.omenative.gang_timeout import schedule_timeout_seconds, timeout_patches
+from ome.omenative.settings import InferenceReplicaSettings
+from tests.unit.controllers.inferencereplica.world import REQ, World
 from tests.unit.omenative.builders import replica as replica_body
 
 CLAMP = (60.0, 600.0)
@@ -75,3 +76,33 @@ async def test_without_a_clamp_the_podgroup_takes_the_ready_timeout() -> None:
     await world.reconcile()
     group = world.api.get(PODGROUPS, "chat-engine-0")
     assert group is not None and group["spec"]["scheduleTimeoutSeconds"] == 1800
+
+
+async def test_existing_podgroups_take_the_new_timeout() -> None:
+    """"OME updates existing PodGroups to the new timeout": a manager started with new settings patches the
+    PodGroups it finds, once, and later passes make no write."""
+    world = World(instance_ready_timeout=1800.0)
+    world.api.served.add("podgroups")
+    world.api.put(INFERENCE_REPLICAS, replica_body(replicas=1, workers=1))
+    await world.settle()
+    old = world.api.get(PODGROUPS, "chat-engine-0")
+    assert old is not None and old["spec"]["scheduleTimeoutSeconds"] == 1800
+    restarted = InferenceReplicaReconciler(  # a new manager against the same cluster
+        world.client,  # type: ignore[arg-type]
+        world.api,  # type: ignore[arg-type]
+        InferenceReplicaSettings(instance_ready_timeout=1800.0, gang_schedule_timeout=CLAMP),
+        now=lambda: world.now,
+    )
+    await restarted.reconcile(REQ)
+    group = world.api.get(PODGROUPS, "chat-engine-0")
+    assert group is not None and group["spec"]["scheduleTimeoutSeconds"] == 600
+    writes = restarted.writes
+    await restarted.reconcile(REQ)
+    assert restarted.writes == writes
+
+
+def test_only_podgroups_with_another_timeout_are_patched() -> None:
+    groups = [{"metadata": {"name": "a"}, "spec": {"minMember": 2, "scheduleTimeoutSeconds": 1800}},
+              {"metadata": {"name": "b"}, "spec": {"minMember": 2, "scheduleTimeoutSeconds": 600}}]
+    assert timeout_patches(groups, 600) == [("a", {"spec": {"scheduleTimeoutSeconds": 600}})]
+    assert [n for n, _ in timeout_patches(groups, None)] == ["a", "b"]
