@@ -58,7 +58,9 @@ WRITES: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "secrets"): ("get",),
     ("apiextensions.k8s.io", "customresourcedefinitions"): ("get",),  # is a CRD served?
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): WRITE,
-    ("scheduling.x-k8s.io", "podgroups"): WRITE,
+    # get: is an Instance's PodGroup name held by one being deleted (PodGroupTerminating); list: the
+    # scheduleTimeoutSeconds sync of existing groups.
+    ("scheduling.x-k8s.io", "podgroups"): ("get", "list") + WRITE,
     ("ome.io", "inferenceservices"): ("update", "patch", "delete"),
     ("ome.io", "inferenceservices/status"): ("get", "update", "patch"),
     ("ome.io", "inferenceservices/finalizers"): ("update",),

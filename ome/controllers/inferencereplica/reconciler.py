@@ -32,6 +32,7 @@ from ome.api import resources
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.config.durations import parse_duration
 from ome.controllers import drift, quota_view
+from ome.controllers.inferencereplica import create_holds
 from ome.controllers.inferencereplica.create_holds import CreateHolds
 from ome.controllers.rolloutcanary import hold as held
 from ome.controllers.rolloutcoordination import observe as coordination
@@ -168,8 +169,10 @@ class InferenceReplicaReconciler:
         await self._prune_revisions(replica, known, plan.rows, ctx.update_revision)
         await self._write_status(replica, ctx, plan, pods, known)
         self._report_scale_down(key, ctx, plan)
-        recheck = quota_view.QUOTA_RECHECK if operation_holds.QUOTA_EXCEEDED in holds.values() else None
-        return Result(requeue_after=_earliest(plan.wake_after, wake, recheck))
+        quota = quota_view.QUOTA_RECHECK if operation_holds.QUOTA_EXCEEDED in holds.values() else None
+        group = (create_holds.POD_GROUP_RECHECK
+                 if operation_holds.POD_GROUP_TERMINATING in holds.values() else None)
+        return Result(requeue_after=_earliest(plan.wake_after, wake, quota, group))
 
     def _batch_scale_up(self, key: tuple[str, str], plan: instances.Plan) -> None:
         """lifecycle.scaleUpPodBatchSize: the Instances whose missing pods are created this pass; the rest
@@ -409,6 +412,10 @@ class InferenceReplicaReconciler:
         if todo:
             try:
                 await self._ensure_pod_groups(replica, ctx, plan)
+                kept = self._holds.unheld(key, todo)  # none join a PodGroup on its way out
+                for _ in range(len(todo) - len(kept)):
+                    self.expectations.creation_observed(key)
+                todo = kept
             except Exception as exc:  # no pod is created without its PodGroup: none of them will arrive
                 self._skip_creations(key, len(todo), exc)
                 failures.append(exc)
@@ -547,7 +554,12 @@ class InferenceReplicaReconciler:
                 },
                 "spec": spec,
             }
-            await self._create(PODGROUPS, body)
+            outcome = await create_holds.ensure_pod_group(self._client, PODGROUPS, body)
+            if outcome == create_holds.CREATED:
+                self.writes += 1
+            elif outcome == create_holds.TERMINATING:
+                key = (replica["metadata"]["namespace"], replica["metadata"]["name"])
+                self._holds.hold(key, create.index, operation_holds.POD_GROUP_TERMINATING)
 
     async def _sync_pod_group_timeouts(
         self, key: tuple[str, str], replica: Obj, ctx: instances.Context

@@ -1,6 +1,7 @@
-"""A ResourceQuota that refuses the pods of the InferenceReplica controller's own operations (Create,
-Restart) holds the operation: `operation.waiting: QuotaExceeded`, its clock stopped, retried on a
-bounded interval (and on quota events) instead of the error backoff; a full window once it ends."""
+"""Holds on the InferenceReplica controller's own operations (Create, Restart): a ResourceQuota that
+refuses their pods (`operation.waiting: QuotaExceeded`, retried on a bounded interval and on quota
+events instead of the error backoff) and an earlier attempt's PodGroup still being deleted
+(`PodGroupTerminating`). The clock stops while held; a full window once the hold ends."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 from ome.api.resources import INFERENCE_REPLICAS, PODS
 from ome.controllers import quota_view
+from ome.controllers.inferencereplica import create_holds
+from ome.controllers.inferencereplica.reconciler import PODGROUPS
 from ome.framework import errors
 from ome.omenative import operation_holds
 from ome.omenative.pods_view import format_time, parse_time
@@ -104,3 +107,34 @@ def test_settle_leaves_other_operations_and_restarts_the_window_when_a_hold_ends
     assert "waiting" not in out[2]["operation"]
     assert parse_time(out[2]["operation"]["deadline"]) == now + timedelta(seconds=60)
     assert operation_holds.held(out[0]) and not operation_holds.held(out[1])
+
+
+async def test_an_instance_whose_pod_group_is_still_terminating_waits_without_pods() -> None:
+    """The PodGroup of an earlier attempt at the same index is still being deleted: pods made now would
+    join it on its way out, so the Create waits (`PodGroupTerminating`), its clock stopped, and looks
+    again shortly (no informer watches PodGroups); once the name is free the group and pods are made."""
+    world = World(instance_ready_timeout=600.0)
+    world.api.served.add("podgroups")
+    world.api.put(PODGROUPS, {"metadata": {"name": "chat-engine-0", "namespace": "ns", "finalizers": ["x"],
+                                           "deletionTimestamp": format_time(START)},
+                              "spec": {"minMember": 3}})
+    world.api.put(INFERENCE_REPLICAS, replica_body(workers=2))
+    result = await world.reconcile()
+    assert not world.pods()
+    held = row(world)
+    assert held["phase"] == "Creating" and held["operation"]["waiting"] == "PodGroupTerminating"
+    assert result.requeue_after is not None and result.requeue_after <= create_holds.POD_GROUP_RECHECK
+    assert world.expectations.satisfied(("ns", "chat-engine"))  # the skipped pods are not awaited
+
+    world.now = START + timedelta(seconds=3600)  # past the deadline: a held clock does not fail it
+    await world.reconcile()
+    assert row(world)["phase"] == "Creating" and not world.pods()
+
+    del world.api.objects[("podgroups", "ns", "chat-engine-0")]  # its finalizer is done: it is gone
+    await world.reconcile()
+    assert sorted(world.pods()) == [LEADER, WORKER_0, WORKER_1]
+    [group] = world.api.of(PODGROUPS)
+    assert "deletionTimestamp" not in group["metadata"]
+    after = row(world)
+    assert "waiting" not in after["operation"]
+    assert after["operation"]["deadline"] == format_time(world.now + timedelta(seconds=600))
