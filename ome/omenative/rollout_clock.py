@@ -2,7 +2,8 @@
 failures that end the attempt (a revision fault, a rejected pod, no room past the grace, the deadline).
 
 An attempt's deadline is its start plus instanceReadyTimeout. While the cluster holds the attempt the
-clock stops: `QuotaExceeded` (a ResourceQuota refused its pods), `Unschedulable` (the scheduler cannot
+clock stops: `QuotaExceeded` (a ResourceQuota refused its pods), `PodGroupTerminating` (its PodGroup
+name is held by one being deleted), `Unschedulable` (the scheduler cannot
 place one) or `NodeUnknown` (a pod it must replace is on a node that stopped reporting); `Paused` is set
 by the pass itself. When a hold ends the deadline restarts in full.
 """
@@ -19,6 +20,7 @@ from ome.omenative.rollout_types import (
     HOLDS,
     NODE_UNKNOWN,
     PAUSED,
+    POD_GROUP_TERMINATING,
     QUOTA_EXCEEDED,
     UNSCHEDULABLE,
     Inputs,
@@ -38,6 +40,8 @@ def held_clock(
     hold = None
     if int(row["index"]) in inp.quota_refused:
         hold = QUOTA_EXCEEDED
+    elif int(row["index"]) in inp.pod_group_terminating:
+        hold = POD_GROUP_TERMINATING
     elif any(p.unschedulable_since is not None for p in current):
         hold = UNSCHEDULABLE
     elif any(p.node_unknown for p in replacing):

@@ -21,7 +21,8 @@ PAUSED = "Paused"
 UNSCHEDULABLE = "Unschedulable"
 QUOTA_EXCEEDED = "QuotaExceeded"
 NODE_UNKNOWN = "NodeUnknown"
-HOLDS = (PAUSED, UNSCHEDULABLE, QUOTA_EXCEEDED, NODE_UNKNOWN)
+POD_GROUP_TERMINATING = "PodGroupTerminating"
+HOLDS = (PAUSED, UNSCHEDULABLE, QUOTA_EXCEEDED, NODE_UNKNOWN, POD_GROUP_TERMINATING)
 """`operation.waiting` values: something outside the Instance holds the operation, and its clock stops."""
 
 
@@ -54,6 +55,9 @@ class Inputs:
     """pauseMode: Freeze: no repair starts either."""
     quota_refused: frozenset[int] = frozenset()
     """Instances whose pod creation a ResourceQuota refused on the last try (waiting QuotaExceeded)."""
+    pod_group_terminating: frozenset[int] = frozenset()
+    """Instances (a gang surge's replacement) whose PodGroup name is still held by a PodGroup being
+    deleted: no pod of theirs was made (waiting PodGroupTerminating)."""
 
 
 @dataclass(frozen=True, slots=True)

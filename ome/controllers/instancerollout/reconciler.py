@@ -31,6 +31,7 @@ import structlog
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.durations import parse_duration
 from ome.controllers import quota_view
+from ome.controllers.inferencereplica import create_holds
 from ome.controllers.inferencereplica.reconciler import PODGROUPS
 from ome.controllers.rolloutcanary import hold as canary_hold
 from ome.controllers.rolloutcoordination import observe as coordination
@@ -90,6 +91,8 @@ class InstanceRolloutReconciler:
         self._rejected: dict[tuple[str, str], dict[int, str]] = {}
         self._quota: dict[tuple[str, str], set[int]] = {}
         """Instances whose last pod create a ResourceQuota refused, by replica (`waiting: QuotaExceeded`)."""
+        self._group_wait: dict[tuple[str, str], set[int]] = {}
+        """Instances whose PodGroup name a PodGroup being deleted holds (`waiting: PodGroupTerminating`)."""
         self._gang: bool | None = None
         """Whether the PodGroup CRD is served (looked up once, when a gang's group is first needed)."""
         self.writes = 0
@@ -100,6 +103,7 @@ class InstanceRolloutReconciler:
         if replica is None or teardown.deleting(replica):
             self._rejected.pop((req.namespace, req.name), None)
             self._quota.pop((req.namespace, req.name), None)
+            self._group_wait.pop((req.namespace, req.name), None)
             return Result()
         if self._written.behind(replica):  # see ome/framework/written.py
             return Result(requeue_after=CACHE_LAG_REQUEUE)
@@ -162,6 +166,8 @@ class InstanceRolloutReconciler:
             # Only quota refusals, already shown as waiting QuotaExceeded: try again soon, not on the
             # growing error backoff (a quota change also brings a pass: see quota_view).
             wake = quota_view.QUOTA_RECHECK if wake is None else min(wake, quota_view.QUOTA_RECHECK)
+        if self._group_wait.get((req.namespace, req.name)):  # no informer watches PodGroups
+            wake = min(wake or create_holds.POD_GROUP_RECHECK, create_holds.POD_GROUP_RECHECK)
         if (memory := self._memory_ends(written)) is not None:
             wake = memory if wake is None else min(wake, memory)
         return Result(requeue_after=wake)
@@ -214,9 +220,12 @@ class InstanceRolloutReconciler:
         )
         pods = [p for one in raw if (p := rollout_pod(one, self._node_of(one))) is not None]
         rows = status.rows_of(prev)
-        moving = {int(r["index"]) for r in rows if rollout_types.moving(r)}
+        # A hold matters while its Instance's Update runs (a gang surge's replacement is `Creating`).
+        updating = {int(r["index"]) for r in rows if (r.get("operation") or {}).get("type") == "Update"}
         quota = self._quota.setdefault((meta["namespace"], meta["name"]), set())
-        quota &= moving  # a refusal matters while its Instance still moves
+        quota &= updating
+        groups = self._group_wait.setdefault((meta["namespace"], meta["name"]), set())
+        groups &= updating
         own = parse_duration(lifecycle.get("instanceReadyTimeout"))  # "0s" counts as unset
         return rollout_types.Inputs(
             namespace=meta["namespace"],
@@ -242,6 +251,7 @@ class InstanceRolloutReconciler:
             previous_hold=prev.get("rolloutHold"),
             rejected=self._rejected.get((meta["namespace"], meta["name"]), {}),
             quota_refused=frozenset(quota),
+            pod_group_terminating=frozenset(groups),
         )
 
     def _node_of(self, pod: Obj) -> Obj | None:
@@ -345,7 +355,7 @@ class InstanceRolloutReconciler:
         planned only for a name the cache does not list, a gate opens only on a new pod and closes only
         on an old one, and an image patch waits for a pass after the close."""
         ns = replica["metadata"]["namespace"]
-        await self._ensure_pod_groups(replica, plan, known)  # a gang's group before its pods
+        held = await self._ensure_pod_groups(replica, plan, known)  # a gang's group before its pods
         writes: list[tuple[tuple[str, str, str], Awaitable[None]]] = []
         writes += [(("delete", ns, n), self._delete_pod(ns, n))
                    for n in sorted(set(plan.deletes)) if not self._fresh("delete", ns, n)]
@@ -353,7 +363,7 @@ class InstanceRolloutReconciler:
                    for n in sorted(set(plan.close_gates))]
         writes += [((f"patch-{d}", ns, n), self._patch_images(ns, n, known[d], d))
                    for n, d in plan.image_patches if not self._fresh(f"patch-{d}", ns, n)]
-        bodies = [(c, self._pod_body(replica, c, known)) for c in plan.creates]
+        bodies = [(c, self._pod_body(replica, c, known)) for c in plan.creates if c.index not in held]
         writes += [(("create", ns, b["metadata"]["name"]), self._create_pod(replica, b, c.index))
                    for c, b in bodies if not self._fresh("create", ns, b["metadata"]["name"])]
         writes += [(("gate-True", ns, n), self._set_gate(ns, n, "True"))
@@ -430,19 +440,28 @@ class InstanceRolloutReconciler:
 
     async def _ensure_pod_groups(
         self, replica: Obj, plan: rollout_types.Plan, known: Mapping[str, RevisionData]
-    ) -> None:
+    ) -> set[int]:
         """The PodGroup of each multi-pod Instance this plan creates pods for, such as a gang surge's
-        replacement at its new index (a group that exists already is kept)."""
+        replacement at its new index (a group that exists already is kept). Returns the Instances whose
+        group name a PodGroup being deleted still holds: their pods wait (`PodGroupTerminating`)."""
         gangs = {c.index: known[c.revision_hash].pod_count for c in plan.creates
                  if known[c.revision_hash].multi_pod}
         if not gangs or not await self._gang_scheduling():
-            return
+            return set()
         base, component = names.base_name(replica), replica["spec"]["component"]
+        terminating: set[int] = set()
         for index, members in sorted(gangs.items()):
             body = rollout_gang.pod_group(replica, base, component, index, members)
-            with contextlib.suppress(errors.AlreadyExists):
-                await self._client.create(PODGROUPS, body, replica["metadata"]["namespace"])
+            outcome = await create_holds.ensure_pod_group(self._client, PODGROUPS, body)
+            if outcome == create_holds.CREATED:
                 self.writes += 1
+            elif outcome == create_holds.TERMINATING:
+                terminating.add(index)
+        meta = replica["metadata"]
+        waits = self._group_wait.setdefault((meta["namespace"], meta["name"]), set())
+        waits.difference_update(set(gangs) - terminating)
+        waits.update(terminating)
+        return terminating
 
     async def _drop_pod_groups(self, replica: Obj, removed: list[int]) -> None:
         """The PodGroups of rows this pass removed: a promoted surge's source, an abandoned replacement."""

@@ -84,3 +84,16 @@ def test_a_node_stopped_reporting_when_its_ready_is_unknown() -> None:
             "spec": {"nodeName": "n1"}}
     found = rollout_pod(body, silent)
     assert found is not None and found.node_unknown
+
+
+def test_a_terminating_pod_group_holds_the_update_as_pod_group_terminating() -> None:
+    """The Instance's PodGroup from an earlier attempt is still being deleted (docs: Instances,
+    Operations): the update waits with its clock stopped, and gets a full window once the name is free."""
+    row = surging(startedAt="2026-09-27T07:00:00Z")
+    out = rp.plan(plan_inputs([row], [pod(0)], now=LATE, pod_group_terminating=frozenset({0})))
+    held = out.rows[0]
+    assert held["phase"] == "Updating" and held["operation"]["waiting"] == "PodGroupTerminating"
+    assert "lastFailure" not in held
+    resumed = rp.plan(plan_inputs([held], [pod(0)], now=LATE))
+    op = resumed.rows[0]["operation"]
+    assert "waiting" not in op and op["deadline"] == format_time(LATE + timedelta(minutes=30))

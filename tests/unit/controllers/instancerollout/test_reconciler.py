@@ -12,11 +12,13 @@ import pytest
 
 from ome.api.resources import INFERENCE_REPLICAS, PODS
 from ome.controllers import quota_view
+from ome.controllers.inferencereplica import create_holds
 from ome.controllers.inferencereplica.reconciler import PODGROUPS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.framework import errors
 from ome.framework.reconcile import Request
 from ome.omenative import instance_names as names
+from ome.omenative.pods_view import format_time
 from ome.omenative.rollout_retry import RetryPolicy
 from ome.omenative.rollout_settings import RolloutSettings
 from tests.unit.controllers.inferencereplica.world import World
@@ -310,3 +312,38 @@ async def test_a_gang_surge_replacement_gets_its_pod_group_and_the_source_loses_
     assert "chat-engine-1" in made
     [group] = world.api.of(PODGROUPS)
     assert group["metadata"]["name"] == "chat-engine-1" and group["spec"]["minMember"] == 3
+
+
+async def test_a_gang_surge_whose_pod_group_name_is_terminating_waits_without_pods() -> None:
+    """The replacement's PodGroup name at its new index is still held by a PodGroup being deleted (an
+    earlier attempt's): no replacement pod is made, the update waits with `PodGroupTerminating`, looks
+    again shortly, and surges once the name is free."""
+    world = World()
+    world.api.served.add("podgroups")
+    strategy = {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}
+    world.api.put(INFERENCE_REPLICAS, replica_body(workers=2, replicas=1, lifecycle={"updateStrategy": strategy}))
+    await world.settle()
+    world.api.put(PODGROUPS, {"metadata": {"name": "chat-engine-1", "namespace": "ns", "finalizers": ["x"],
+                                           "deletionTimestamp": format_time(world.now)},
+                              "spec": {"minMember": 3}})
+    mover = rollout(world)
+    replica = world.replica()
+    assert replica is not None
+    replica["spec"]["runners"] = runners(workers=2, image="img:2")
+    replica["metadata"]["generation"] += 1
+    await world.reconcile()
+    result = None
+    for _ in range(3):
+        result = await mover.reconcile(REQ)
+    target = next(r for r in rows(world) if r["index"] == 1)
+    assert target["operation"]["waiting"] == "PodGroupTerminating"
+    assert not [n for n in world.pods() if n.startswith("chat-engine-1-")]
+    assert result is not None and result.requeue_after is not None
+    assert result.requeue_after <= create_holds.POD_GROUP_RECHECK
+    del world.api.objects[("podgroups", "ns", "chat-engine-1")]  # the deletion finished
+    await mover.reconcile(REQ)
+    assert sorted(n for n in world.pods() if n.startswith("chat-engine-1-")) == [
+        "chat-engine-1-leader-0", "chat-engine-1-worker-0", "chat-engine-1-worker-1"]
+    await mover.reconcile(REQ)  # the pass after the creates records that the hold ended
+    target = next(r for r in rows(world) if r["index"] == 1)
+    assert "waiting" not in target["operation"]
