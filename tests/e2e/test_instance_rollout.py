@@ -464,3 +464,45 @@ async def test_a_quota_refused_surge_waits_as_quota_exceeded_then_finishes_once_
     assert sampler.min_serving >= 1, sampler
     [row] = after["status"]["instanceStatuses"]
     assert row.get("activeOrdinal") == 1 and "operation" not in row
+
+
+async def test_a_quota_refused_create_waits_as_quota_exceeded_then_starts_once_raised(
+    client: Client, namespace: str, manager: Manager
+) -> None:
+    """The InferenceReplica controller's own Create: a ResourceQuota admits one pod of two, the second
+    Instance waits with `operation.waiting: QuotaExceeded` (no error backoff), and starts within seconds
+    of the quota being raised (the ResourceQuota watch)."""
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods"},
+             "spec": {"hard": {"pods": "1"}}}
+    await client.create(RESOURCE_QUOTAS, quota, namespace)
+
+    async def enforced() -> bool:  # KCM's quota controller has filled the quota's status
+        st = (await client.get(RESOURCE_QUOTAS, "pods", namespace)).get("status") or {}
+        return (st.get("hard") or {}).get("pods") == "1"
+
+    await until(enforced)
+    strategy = {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}
+    await client.create(INFERENCE_REPLICAS, replica("made-engine", strategy, replicas=2), namespace)
+
+    async def waiting() -> Obj | None:
+        obj = await client.get(INFERENCE_REPLICAS, "made-engine", namespace)
+        rows = (obj.get("status") or {}).get("instanceStatuses") or []
+        return next((r for r in rows if (r.get("operation") or {}).get("waiting") == "QuotaExceeded"), None)
+
+    row = await until(waiting)
+    assert row["phase"] == "Creating" and row["operation"]["type"] == "Create"
+    await asyncio.sleep(20)  # long enough that an error backoff would now wait ~20 s
+    await client.patch(RESOURCE_QUOTAS, "pods", {"spec": {"hard": {"pods": "2"}}}, namespace)
+    raised = time.monotonic()
+    name = f"made-engine-{row['index']}-default-0"
+
+    async def made() -> bool:
+        with contextlib.suppress(errors.NotFound):
+            return bool(await client.get(PODS, name, namespace))
+        return False
+
+    await until(made, timeout=30)
+    started_in = time.monotonic() - raised
+    after = await settled(client, namespace, "made-engine", replicas=2)
+    assert started_in < 8, f"the pod came {started_in:.1f}s after the quota was raised"
+    assert all("operation" not in r for r in after["status"]["instanceStatuses"])
