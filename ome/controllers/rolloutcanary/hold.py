@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ome.api.resources import INFERENCE_SERVICES
-from ome.framework.cache import SharedCache
+from ome.framework.cache import NoInformerError, SharedCache
 from ome.framework.reconcile import Request
 from ome.omenative import canary_progression, canary_run, held_revision
 from ome.omenative import instance_names as names
@@ -42,7 +42,10 @@ def revert_revision(cache: SharedCache, replica: Mapping[str, Any], known: Itera
     component = (replica.get("spec") or {}).get("component")
     if not parent or not component:
         return None
-    isvc = cache.get_or_none(INFERENCE_SERVICES, parent, replica["metadata"]["namespace"])
+    try:
+        isvc = cache.get_or_none(INFERENCE_SERVICES, parent, replica["metadata"]["namespace"])
+    except NoInformerError:  # a manager running the replica controllers alone: no canary to hold
+        return None
     members = _canary_group(isvc, str(component)) if isvc is not None else None
     if isvc is None or members is None:
         return None

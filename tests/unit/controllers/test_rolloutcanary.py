@@ -13,6 +13,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.rolloutcanary import hold
 from ome.controllers.rolloutcanary.reconciler import CanaryReconciler
 from ome.controllers.rolloutpolicy.reconciler import RolloutPolicyStatusReconciler
+from ome.framework.cache import NoInformerError
 from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
 from ome.omenative import canary_analysis as analysis
@@ -364,3 +365,23 @@ async def test_a_parked_rolling_update_group_never_falls_back_to_a_default_progr
     assert (limit.total, limit.gate) == (0, "Plan")
     assert limit.reason.startswith("rollout parked (PolicyNotFound)")
     assert hold.replica_requests(svc) == [Request(NS, "chat-engine")]
+
+
+class _ReplicaOnlyCache:
+    """A cache as a manager running the replica controllers alone has it: no InferenceService informer."""
+
+    def __init__(self, api: FakeApi) -> None:
+        self._api = api
+
+    def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> Obj | None:
+        if res is INFERENCE_SERVICES:
+            raise NoInformerError(f"no informer for {res.plural}")
+        return self._api.get(res, name, namespace)
+
+
+def test_a_replica_without_an_inferenceservice_informer_has_no_canary_hold() -> None:
+    # A standalone replica (test_omenative_replica's manager) must start Instances, not fail each pass.
+    api = Api()
+    rep = replica(NEW, OLD, [OLD, OLD])
+    assert hold.revert_revision(_ReplicaOnlyCache(api), rep, {"aaaaaaaa", "bbbbbbbb"}) is None  # type: ignore[arg-type]
+    assert hold.start_hash(_ReplicaOnlyCache(api), rep, "bbbbbbbb", {"aaaaaaaa", "bbbbbbbb"}) == "bbbbbbbb"  # type: ignore[arg-type]
