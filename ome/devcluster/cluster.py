@@ -7,6 +7,7 @@ import base64
 import json
 import shutil
 import socket
+import sys
 import time
 import urllib.request
 from collections.abc import Callable
@@ -99,6 +100,13 @@ def _save_state(state_dir: Path, state: dict[str, Any]) -> None:
     tmp.replace(state_dir / STATE_FILE)
 
 
+def supervised(component: components.Component) -> components.Component:
+    """The component under `ome.devcluster.supervise`, which starts it again when it exits on its own
+    (kube-scheduler exits by design on a corrupted cache and expects its kubelet to restart it)."""
+    argv = [sys.executable, "-m", "ome.devcluster.supervise", "--", *component.argv]
+    return components.Component(component.name, argv, component.health_url)
+
+
 class Cluster:
     """Owns the processes of one dev cluster. `up()` returns once it is ready and leaves it running."""
 
@@ -142,10 +150,11 @@ class Cluster:
                                                   audit_policy=audit_policy, audit_log=self.audit_log)
             self._start(state, apiserver, timeout, log, ready=lambda: _api_ready(api))
             kcm = components.kube_controller_manager(bin_dir, self.kubeconfig, keys, ports, profile=profile)
-            self._start(state, kcm, timeout, log)
+            self._start(state, supervised(kcm), timeout, log)
             scheduler = components.kube_scheduler(bin_dir, self.kubeconfig, ports, profile=profile)
-            self._start(state, scheduler, timeout, log)
-            self._start(state, components.kwok(bin_dir, self.kubeconfig, kwok_config, ports), timeout, log)
+            self._start(state, supervised(scheduler), timeout, log)
+            kwok = components.kwok(bin_dir, self.kubeconfig, kwok_config, ports)
+            self._start(state, supervised(kwok), timeout, log)
             for i in range(gpu_nodes):
                 api.create("/api/v1/nodes", nodes.gpu_node(i))
             default_sa = "/api/v1/namespaces/default/serviceaccounts/default"
