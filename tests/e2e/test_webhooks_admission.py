@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from ome.api import resources
+from ome.api.resources import ROLLOUT_POLICIES
 from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.webhook_server import WebhookServer
-from ome.webhooks import registry, self_register
+from ome.webhooks import registry, rollout_group_validation, self_register
 
 Obj = dict[str, Any]
 CBM, CSR, SR, ISVC = (
@@ -113,6 +114,10 @@ async def env(client: Client, namespace: str, ome_crds: list[str], tmp_path: Pat
     server = WebhookServer(host="127.0.0.1", port=0, cert_dir=str(tmp_path))
     ca = self_register.write_serving_certificate(tmp_path)
     registry.register_webhooks(server, cache)
+    # As the manager's wiring does at start: a rollout group's policyRef is admitted when the
+    # RolloutPolicy CRD is served (it is, in this cluster), else RolloutPolicyRefUnsupported.
+    gate = rollout_group_validation.ROLLOUT_POLICY_GATE
+    gate_was, gate.enabled = gate.enabled, await client.is_served(ROLLOUT_POLICIES)
     await cache.start()
     await server.start()
     selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
@@ -135,6 +140,7 @@ async def env(client: Client, namespace: str, ome_crds: list[str], tmp_path: Pat
                 await client.delete(res, name)
         await server.stop()
         await cache.stop()
+        gate.enabled = gate_was
 
 
 def _webhook_message(exc: errors.ApiError) -> str:
@@ -226,7 +232,7 @@ async def test_leader_without_worker(env: Env) -> None:
 async def test_rollout_rules(env: Env) -> None:
     # A valid plan, so the only broken rule is the mode: the plan body is checked first (v1.3's
     # ValidateCanary), and a plan ending below 100 would be CanaryInvalid instead.
-    steps = [{"capacity": 1, "traffic": 10}, {"capacity": "100%", "traffic": 100}]
+    steps: list[dict[str, Any]] = [{"capacity": 1, "traffic": 10}, {"capacity": "100%", "traffic": 100}]
     groups = {"groups": [{"components": ["engine"], "canary": {"steps": steps}}]}
     message = await env.denial(
         "canary", model={"name": env.model}, engine={"runner": {"image": "x"}}, rollout=groups
