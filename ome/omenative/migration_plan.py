@@ -44,7 +44,7 @@ from ome.omenative import migration_events as ev
 from ome.omenative import rollout_types as rt
 from ome.omenative.pods_view import format_time, go_duration, parse_time
 from ome.omenative.revisions import RevisionData
-from ome.omenative.rollout_pods import RolloutPod
+from ome.omenative.rollout_pods import RolloutPod, serving_for
 
 Row = dict[str, Any]
 Record = dict[str, Any]
@@ -336,7 +336,8 @@ def _step_active(
         _create_surge(inp, rec, target, pods, out)
         if len(live) == len(expected) and all(p.view.containers_ready for p in live):
             out.open_gates += [p.name for p in live if p.view.gate != "True"]
-        if len(live) < len(expected) or not _settled(inp, live, out) or inp.paused:
+        whole = len(live) >= len(expected)
+        if not whole or not serving_for(live, inp.min_ready_seconds, inp.now, out.wake) or inp.paused:
             return rec
         rec = {**rec, "phase": SURGE_READY, "message": f"surge instance={surge} ready"}
         phase = SURGE_READY
@@ -478,20 +479,6 @@ def _create_surge(
                 out.creates.append(rt.PodCreate(index, 1, digest, runner.name, ordinal))
     if out.creates:
         out.avoid[index] = (rec.get("fromNode") or "", tuple(rec.get("hintTargetNodes") or ()))
-
-
-def _settled(inp: Inputs, pods: Sequence[RolloutPod], out: Plan) -> bool:
-    """Every pod serves, each for minReadySeconds (else wake when the window ends)."""
-    remaining = 0.0
-    for pod in pods:
-        if not pod.view.serving:
-            return False
-        since = parse_time(pod.view.ready_since) or inp.now
-        remaining = max(remaining, inp.min_ready_seconds - (inp.now - since).total_seconds())
-    if remaining > 0:
-        out.wake(remaining)
-        return False
-    return bool(pods)
 
 
 def _drained(pods: Sequence[RolloutPod]) -> bool:

@@ -42,7 +42,7 @@ from ome.omenative import rollout_repair as repair
 from ome.omenative import rollout_retry as retry
 from ome.omenative.pods_view import format_time, parse_time
 from ome.omenative.revisions import RevisionData
-from ome.omenative.rollout_pods import RolloutPod
+from ome.omenative.rollout_pods import RolloutPod, serving_for
 from ome.omenative.rollout_types import (
     DRAIN,
     IN_PLACE,
@@ -406,16 +406,7 @@ def succeeded_block(target: str, blocks: list[retry.Block]) -> list[retry.Block]
 
 def settled(inp: Inputs, pods: list[RolloutPod], out: Plan) -> bool:
     """Every pod serves, each for minReadySeconds (else wake when the window ends)."""
-    remaining = 0.0
-    for pod in pods:
-        if not pod.view.serving:
-            return False
-        since = parse_time(pod.view.ready_since) or inp.now
-        remaining = max(remaining, inp.min_ready_seconds - (inp.now - since).total_seconds())
-    if remaining > 0:
-        out.wake(remaining)
-        return False
-    return bool(pods)
+    return serving_for(pods, inp.min_ready_seconds, inp.now, out.wake)
 
 
 def open_when_ready(pods: list[RolloutPod], expected: int, out: Plan) -> None:

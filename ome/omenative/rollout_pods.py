@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -72,3 +72,19 @@ def rollout_pod(pod: Mapping[str, Any], node: Mapping[str, Any] | None = None) -
         images={str(c.get("name")): str(c.get("image")) for c in containers},
         node_unknown=node_unknown(node),
     )
+
+
+def serving_for(
+    pods: Sequence[RolloutPod], min_ready_seconds: float, now: datetime, wake: Callable[[float], None]
+) -> bool:
+    """Every pod serves, each for minReadySeconds (else `wake` when the window ends); False for none."""
+    remaining = 0.0
+    for pod in pods:
+        if not pod.view.serving:
+            return False
+        since = parse_time(pod.view.ready_since) or now
+        remaining = max(remaining, min_ready_seconds - (now - since).total_seconds())
+    if remaining > 0:
+        wake(remaining)
+        return False
+    return bool(pods)
