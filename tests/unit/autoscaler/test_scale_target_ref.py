@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 
 from ome.api import resources as r
-from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework.reconcile import Request
-from ome.resolution import models, runtimes
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
+from tests.unit.controllers.inferenceservice.fakes import (
+    FakeRecorder,
+    FakeWorld,
+    fix_resolution,
+    make_reconciler,
+)
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -22,18 +25,7 @@ Obj = dict[str, Any]
 
 @pytest.fixture(autouse=True)
 def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
-    def resolve_model(reader: Any, isvc: Obj) -> Any:
-        obj = builders.model()
-        return models.ResolvedModel(kind="ClusterBaseModel", name=obj["metadata"]["name"], namespace=None,
-                                    obj=obj, ready=True)
-
-    def resolve_runtime(reader: Any, isvc: Obj, model: Any) -> Any:
-        obj = builders.runtime()
-        return runtimes.ResolvedRuntime(kind=obj["kind"], name=obj["metadata"]["name"], obj=obj,
-                                        auto_selected=True, warnings=[])
-
-    monkeypatch.setattr(rec.models, "resolve_model", resolve_model)
-    monkeypatch.setattr(rec.runtimes, "resolve_runtime", resolve_runtime)
+    fix_resolution(monkeypatch)
 
 
 @pytest.mark.parametrize(

@@ -133,3 +133,24 @@ def make_reconciler(
         reader=world, writer=writer or world, recorder=recorder,  # type: ignore[arg-type]
         config=config or InferenceServiceConfig(), clock=lambda: now, **options,
     )
+
+
+def fix_resolution(monkeypatch: Any) -> None:
+    """The reconciler resolves the builders' ready ClusterBaseModel and an auto-selected runtime, so a test
+    is about what the reconciler does with them, not about resolution."""
+    from ome.resolution import models, runtimes  # noqa: PLC0415 - keep fakes' imports light
+    from tests.unit.resolution import builders  # noqa: PLC0415
+
+    def resolve_model(reader: Any, isvc: Obj) -> Any:
+        obj = builders.model()
+        return models.ResolvedModel(kind="ClusterBaseModel", name=obj["metadata"]["name"], namespace=None,
+                                    obj=obj, ready=True)
+
+    def resolve_runtime(reader: Any, isvc: Obj, model: Any) -> Any:
+        obj = builders.runtime()
+        return runtimes.ResolvedRuntime(kind=obj["kind"], name=obj["metadata"]["name"], obj=obj,
+                                        auto_selected=True, warnings=[])
+
+    # The reconciler calls them through these modules, so patching the modules reaches it.
+    monkeypatch.setattr(models, "resolve_model", resolve_model)
+    monkeypatch.setattr(runtimes, "resolve_runtime", resolve_runtime)

@@ -14,8 +14,12 @@ from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
 from ome.framework.store import OWNER_INDEX
-from ome.resolution import models, runtimes
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
+from tests.unit.controllers.inferenceservice.fakes import (
+    FakeRecorder,
+    FakeWorld,
+    fix_resolution,
+    make_reconciler,
+)
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -47,18 +51,7 @@ class OverlapWriter:
 
 @pytest.fixture(autouse=True)
 def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
-    def resolve_model(reader: Any, isvc: Obj) -> Any:
-        obj = builders.model()
-        return models.ResolvedModel(kind="ClusterBaseModel", name=obj["metadata"]["name"], namespace=None,
-                                    obj=obj, ready=True)
-
-    def resolve_runtime(reader: Any, isvc: Obj, model: Any) -> Any:
-        obj = builders.runtime()
-        return runtimes.ResolvedRuntime(kind=obj["kind"], name=obj["metadata"]["name"], obj=obj,
-                                        auto_selected=True, warnings=[])
-
-    monkeypatch.setattr(rec.models, "resolve_model", resolve_model)
-    monkeypatch.setattr(rec.runtimes, "resolve_runtime", resolve_runtime)
+    fix_resolution(monkeypatch)
 
 
 async def test_children_are_applied_in_one_round_and_the_status_after_them() -> None:

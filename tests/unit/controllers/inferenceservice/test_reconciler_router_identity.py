@@ -11,8 +11,12 @@ import pytest
 from ome.api import resources as r
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework.reconcile import Request
-from ome.resolution import models, runtimes
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
+from tests.unit.controllers.inferenceservice.fakes import (
+    FakeRecorder,
+    FakeWorld,
+    fix_resolution,
+    make_reconciler,
+)
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -23,18 +27,7 @@ IDENTITY = (r.SERVICE_ACCOUNTS, r.ROLES, r.ROLE_BINDINGS)
 
 @pytest.fixture(autouse=True)
 def fixed_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
-    def resolve_model(reader: Any, isvc: Obj) -> Any:
-        obj = builders.model()
-        return models.ResolvedModel(kind="ClusterBaseModel", name=obj["metadata"]["name"], namespace=None,
-                                    obj=obj, ready=True)
-
-    def resolve_runtime(reader: Any, isvc: Obj, model: Any) -> Any:
-        obj = builders.runtime()
-        return runtimes.ResolvedRuntime(kind=obj["kind"], name=obj["metadata"]["name"], obj=obj,
-                                        auto_selected=True, warnings=[])
-
-    monkeypatch.setattr(rec.models, "resolve_model", resolve_model)
-    monkeypatch.setattr(rec.runtimes, "resolve_runtime", resolve_runtime)
+    fix_resolution(monkeypatch)
 
 
 async def test_router_identity_is_created_owned_kept_and_removed_with_the_router() -> None:

@@ -11,13 +11,17 @@ import pytest
 
 from ome.api import resources as r
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
-from ome.controllers.inferenceservice import reconciler as rec
 from ome.controllers.inferenceservice import routing
 from ome.framework import errors
 from ome.framework.reconcile import Request, RetryError
-from ome.resolution import components, models, runtimes
+from ome.resolution import components
 from ome.resolution import traffic_policy as tp
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
+from tests.unit.controllers.inferenceservice.fakes import (
+    FakeRecorder,
+    FakeWorld,
+    fix_resolution,
+    make_reconciler,
+)
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -28,18 +32,7 @@ ENVOY = routing.RoutingFacts(http_routes=True, translator=tp.ENVOY)
 
 @pytest.fixture(autouse=True)
 def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
-    def resolve_model(reader: Any, isvc: Obj) -> Any:
-        obj = builders.model()
-        return models.ResolvedModel(kind="ClusterBaseModel", name=obj["metadata"]["name"], namespace=None,
-                                    obj=obj, ready=True)
-
-    def resolve_runtime(reader: Any, isvc: Obj, model: Any) -> Any:
-        obj = builders.runtime()
-        return runtimes.ResolvedRuntime(kind=obj["kind"], name=obj["metadata"]["name"], obj=obj,
-                                        auto_selected=True, warnings=[])
-
-    monkeypatch.setattr(rec.models, "resolve_model", resolve_model)
-    monkeypatch.setattr(rec.runtimes, "resolve_runtime", resolve_runtime)
+    fix_resolution(monkeypatch)
 
 
 def gateway_config(**entry: Any) -> InferenceServiceConfig:
