@@ -30,6 +30,7 @@ from ome.kubectl_ome.context import (
 from ome.kubectl_ome.failures import READ_FAILED, CliError, Refused, Unmet
 from ome.kubectl_ome.output import document, render, rfc3339
 from ome.kubectl_ome.parsing import add_command, add_group, add_guarded, add_name, add_output
+from ome.omenative import canary_plan
 from ome.omenative.status import rows_of
 
 Obj = dict[str, Any]
@@ -360,7 +361,7 @@ def _canary_preview(
         ("Component", comp),
         ("Phase", str(entry.get("rolloutPhase") or "-")),
         ("Step", f"{step} of {len(steps)} (zero-based)"),
-        ("Gate", rollout_report.gate(current) if current else "-"),
+        ("Gate", canary_plan.gate(current) if current else "-"),
         (
             "Traffic",
             f"{current.get('traffic', '-')}% target, {canary.get('observedTrafficWeight', '-')}% observed",
@@ -394,7 +395,7 @@ async def rollout_promote(ctx: Ctx, args: argparse.Namespace) -> str:
         ok_phase = (phase == "Promoting" and current.get("traffic") == 100) if last else phase == "Paused"
         traffic_matches = canary.get("observedTrafficWeight") == current.get("traffic")
         if (
-            rollout_report.gate(current) != wanted
+            canary_plan.gate(current) != wanted
             or not ok_phase
             or not canary.get("stepEnteredTime")
             or not traffic_matches

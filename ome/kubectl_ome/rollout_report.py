@@ -17,6 +17,7 @@ from typing import Any, Final
 from ome.kubectl_ome.output import dash
 from ome.kubectl_ome.table import format_table
 from ome.omenative import canary_run
+from ome.omenative.canary_plan import gate
 from ome.resolution.modes import COMPONENTS
 
 Obj = dict[str, Any]
@@ -97,15 +98,6 @@ def strategy(group: Mapping[str, Any]) -> str:
     return {"canary": "Canary", "rollingUpdate": "RollingUpdate", "blueGreen": "BlueGreen"}.get(
         str(progression), "BlueGreen"
     )
-
-
-def gate(step: Mapping[str, Any]) -> str:
-    if step.get("analysis"):
-        return "Analysis"
-    pause = step.get("pause")
-    if pause is None:
-        return "Immediate"
-    return "Timed" if (pause or {}).get("duration") else "Manual"
 
 
 def percent(value: Any) -> str:

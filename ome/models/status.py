@@ -146,14 +146,17 @@ def desired_status(model: Obj, verdict: Verdict, now: str) -> Obj:
     return out
 
 
-def status_differs(model: Obj, desired: Obj) -> bool:
+def status_differs(model: Obj, desired: Obj, condition_types: Sequence[str] = (CONDITION_READY,)) -> bool:
+    """Whether writing `desired` would change the model's status: only the condition types this writer
+    owns are compared, in the order it writes them."""
     current = model.get("status") or {}
     for key, value in desired.items():
         have = current.get(key)
         if key in ("nodesReady", "nodesFailed"):
             have = have or []
         if key == "conditions":
-            have = [c for c in have or [] if c.get("type") == CONDITION_READY]
+            have = [c for c in have or [] if c.get("type") in condition_types]
+            have.sort(key=lambda c: condition_types.index(c.get("type")))
         if have != value:
             return True
     return False

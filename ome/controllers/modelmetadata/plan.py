@@ -248,17 +248,7 @@ def desired_status(model: Obj, verdict: Verdict, now: str) -> Obj:
 
 
 def status_differs(model: Obj, desired: Obj) -> bool:
-    current = model.get("status") or {}
-    for key, value in desired.items():
-        have = current.get(key)
-        if key in ("nodesReady", "nodesFailed"):
-            have = have or []
-        if key == "conditions":
-            have = [c for c in have or [] if c.get("type") in (SOURCE_REACHABLE, CONDITION_READY)]
-            have.sort(key=lambda c: c.get("type") != SOURCE_REACHABLE)
-        if have != value:
-            return True
-    return False
+    return model_status.status_differs(model, desired, (SOURCE_REACHABLE, CONDITION_READY))
 
 
 __all__ = ["Claim", "Inputs", "Plan", "Verdict", "claim_of", "cleanup", "desired_status", "plan",
