@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,12 @@ from ome.devcluster.kwok_stages import PULL_FAILS
 from ome.devcluster.nodes import gpu_node
 from ome.framework import errors
 from ome.framework.client import Client
-from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.manager import Manager
 from ome.framework.resources import CONFIGMAPS, NODES
 from ome.omenative.migration_plan import Caps
 from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings
-from tests.e2e.isvc_support import catalog
+from tests.e2e.isvc_support import catalog, in_process_manager
 from tests.e2e.test_autoscaler import _kubectl, isvc_body, running
 from tests.e2e.test_instance_rollout import events, pods_of, replica, runners, sampling, settled, until
 
@@ -35,22 +35,36 @@ Obj = dict[str, Any]
 pytestmark = pytest.mark.usefixtures("ome_crds")
 
 
+@contextlib.asynccontextmanager
+async def started(kubeconfig: Path, *adds: Callable[[Manager], object]) -> AsyncIterator[Manager]:
+    """An in-process manager with the given controllers, running until the test ends."""
+    client = await Client.from_kubeconfig(str(kubeconfig))
+    mgr = in_process_manager(client)
+    for add in adds:
+        add(mgr)
+    task = asyncio.create_task(mgr.run())
+    try:
+        yield mgr
+    finally:
+        mgr.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 30)
+        await client.close()
+
+
 @pytest.fixture
 async def manager(kubeconfig: Path) -> AsyncIterator[Manager]:
-    client = await Client.from_kubeconfig(str(kubeconfig))
-    mgr = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
-                                         install_signal_handlers=False))
-    inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=1.0))
-    instancerollout.add_to_manager(mgr, RolloutSettings(instance_ready_timeout=120.0))
     # The chart's lifecycle.audit: 10 starts per 1h, so the 11th request in the window meets the cap.
-    migration.add_to_manager(mgr, MigrationSettings(caps=Caps(max_per_window=10, window=3600.0, max_in_flight=3),
-                                                    instance_ready_timeout=120.0, auto_migrate_attempts=3))
-    task = asyncio.create_task(mgr.run())
-    yield mgr
-    mgr.stop()
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(task, 30)
-    await client.close()
+    caps = Caps(max_per_window=10, window=3600.0, max_in_flight=3)
+    async with started(
+        kubeconfig,
+        lambda m: inferencereplica.add_to_manager(m, InferenceReplicaSettings(status_encoding="Rows",
+                                                                              retry_initial_delay=1.0)),
+        lambda m: instancerollout.add_to_manager(m, RolloutSettings(instance_ready_timeout=120.0)),
+        lambda m: migration.add_to_manager(m, MigrationSettings(caps=caps, instance_ready_timeout=120.0,
+                                                                auto_migrate_attempts=3)),
+    ) as mgr:
+        yield mgr
 
 
 async def service(client: Client, ns: str, name: str, replicas: int = 2, mode: str | None = None) -> Obj:
@@ -184,17 +198,13 @@ async def test_a_request_for_a_missing_component_is_rejected_and_removed(
 @pytest.fixture
 async def slow_retry_manager(kubeconfig: Path) -> AsyncIterator[Manager]:
     """No automatic retry within the test, so only a reset rebuilds a Failed Instance."""
-    client = await Client.from_kubeconfig(str(kubeconfig))
-    mgr = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
-                                         install_signal_handlers=False))
-    inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=3600))
-    migration.add_to_manager(mgr, MigrationSettings(instance_ready_timeout=120.0))
-    task = asyncio.create_task(mgr.run())
-    yield mgr
-    mgr.stop()
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(task, 30)
-    await client.close()
+    async with started(
+        kubeconfig,
+        lambda m: inferencereplica.add_to_manager(m, InferenceReplicaSettings(status_encoding="Rows",
+                                                                              retry_initial_delay=3600)),
+        lambda m: migration.add_to_manager(m, MigrationSettings(instance_ready_timeout=120.0)),
+    ) as mgr:
+        yield mgr
 
 
 async def test_a_reset_rebuilds_a_failed_instance(
@@ -243,17 +253,14 @@ async def test_a_reset_rebuilds_a_failed_instance(
 
 @pytest.fixture
 async def escalation_manager(kubeconfig: Path) -> AsyncIterator[Manager]:
-    client = await Client.from_kubeconfig(str(kubeconfig))
-    mgr = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
-                                         install_signal_handlers=False))
-    inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=1.0))
-    migration.add_to_manager(mgr, MigrationSettings(instance_ready_timeout=120.0, force_delete=(1.0, 1.0)))
-    task = asyncio.create_task(mgr.run())
-    yield mgr
-    mgr.stop()
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(task, 30)
-    await client.close()
+    async with started(
+        kubeconfig,
+        lambda m: inferencereplica.add_to_manager(m, InferenceReplicaSettings(status_encoding="Rows",
+                                                                              retry_initial_delay=1.0)),
+        lambda m: migration.add_to_manager(m, MigrationSettings(instance_ready_timeout=120.0,
+                                                                force_delete=(1.0, 1.0))),
+    ) as mgr:
+        yield mgr
 
 
 @contextlib.asynccontextmanager
