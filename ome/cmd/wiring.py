@@ -123,6 +123,7 @@ class Settings:
         return RolloutSettings(
             defaults=defaults, retry=policy,
             instance_ready_timeout=parse_duration(life.instance_ready_timeout),
+            gang_schedule_timeout=life.gang_clamp(),
             unschedulable_grace=parse_duration(grace) if isinstance(grace, str) else None,
             stuck_grace=parse_duration(life.stuck_pod_grace_period) if life.stuck_pod_grace_period else None,
             columnar=self.config.omenative_status.status_encoding == "ColumnarV2",

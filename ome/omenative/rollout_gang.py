@@ -188,10 +188,17 @@ def _runner_of(inp: rt.Inputs, index: int, name: str) -> tuple[str, int]:
     return runner, int(ordinal)
 
 
-def pod_group(replica: Mapping[str, Any], base: str, component: str, index: int, members: int) -> rt.Row:
-    """The scheduler-plugins PodGroup of a multi-pod Instance (a replacement's too), so a gang-aware
-    scheduler places all its pods or none; owned by the replica, as the replica controller's are."""
+def pod_group(
+    replica: Mapping[str, Any], base: str, component: str, index: int, members: int,
+    schedule_timeout: int | None = None,
+) -> rt.Row:
+    """The scheduler-plugins PodGroup of a multi-pod Instance (a new one or a replacement), so a
+    gang-aware scheduler places all its pods or none; owned by the replica. `schedule_timeout` is
+    `scheduleTimeoutSeconds` (ome.omenative.gang_timeout), left out when None."""
     meta = replica["metadata"]
+    spec: rt.Row = {"minMember": members}
+    if schedule_timeout is not None:
+        spec["scheduleTimeoutSeconds"] = schedule_timeout
     return {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
         "kind": "PodGroup",
@@ -201,5 +208,5 @@ def pod_group(replica: Mapping[str, Any], base: str, component: str, index: int,
             "labels": names.selector_labels(base, component),
             "ownerReferences": [owner_reference(replica)],
         },
-        "spec": {"minMember": members},
+        "spec": spec,
     }

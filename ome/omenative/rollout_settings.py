@@ -19,6 +19,9 @@ class RolloutSettings:
     """Bounds each update attempt when the component's lifecycle.instanceReadyTimeout is unset."""
     unschedulable_grace: float | None = None
     """lifecycle.unschedulableGracePeriod: a surge pod unschedulable this long fails the attempt."""
+    gang_schedule_timeout: tuple[float, float] | None = None
+    """lifecycle.gangScheduleTimeout (min, max): clamps the PodGroup scheduleTimeoutSeconds of a gang
+    replacement, as the replica controller's PodGroups are (ome.omenative.gang_timeout)."""
     stuck_grace: float | None = None
     """lifecycle.stuckPodGracePeriod: a pod of a Ready Instance wedged this long restarts it (None: off)."""
     columnar: bool = False

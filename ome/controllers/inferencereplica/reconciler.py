@@ -53,6 +53,7 @@ from ome.omenative import (
     pod_render,
     podmonitor,
     revisions,
+    rollout_gang,
     scale_down_metrics,
     services,
     status,
@@ -538,22 +539,10 @@ class InferenceReplicaReconciler:
             self._gang = await self._client.is_served(PODGROUPS)
         if not self._gang:
             return
+        timeout = schedule_timeout_seconds(ctx.ready_timeout, self._settings.gang_schedule_timeout)
         for create in multi:
-            spec: Obj = {"minMember": ctx.revisions[create.revision_hash].pod_count}
-            timeout = schedule_timeout_seconds(ctx.ready_timeout, self._settings.gang_schedule_timeout)
-            if timeout is not None:
-                spec["scheduleTimeoutSeconds"] = timeout
-            body = {
-                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-                "kind": "PodGroup",
-                "metadata": {
-                    "name": names.pod_group_name(ctx.base, ctx.component, create.index),
-                    "namespace": replica["metadata"]["namespace"],
-                    "labels": names.selector_labels(ctx.base, ctx.component),
-                    "ownerReferences": [revisions.owner_reference(replica)],
-                },
-                "spec": spec,
-            }
+            members = ctx.revisions[create.revision_hash].pod_count
+            body = rollout_gang.pod_group(replica, ctx.base, ctx.component, create.index, members, timeout)
             outcome = await create_holds.ensure_pod_group(self._client, PODGROUPS, body)
             if outcome == create_holds.CREATED:
                 self.writes += 1

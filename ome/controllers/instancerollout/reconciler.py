@@ -57,6 +57,7 @@ from ome.omenative import (
     teardown,
 )
 from ome.omenative import instance_names as names
+from ome.omenative.gang_timeout import schedule_timeout_seconds
 from ome.omenative.revisions import RevisionData
 from ome.omenative.rollout_pods import rollout_pod
 from ome.omenative.rollout_retry import RELEASE_ANNOTATION
@@ -226,7 +227,6 @@ class InstanceRolloutReconciler:
         quota &= updating
         groups = self._group_wait.setdefault((meta["namespace"], meta["name"]), set())
         groups &= updating
-        own = parse_duration(lifecycle.get("instanceReadyTimeout"))  # "0s" counts as unset
         return rollout_types.Inputs(
             namespace=meta["namespace"],
             replica=meta["name"],
@@ -241,7 +241,7 @@ class InstanceRolloutReconciler:
             retry_blocks=list(prev.get("retryBlocks") or []),
             policy=self._settings.retry,
             now=self._now(),
-            ready_timeout=own if own else (self._settings.instance_ready_timeout or None),
+            ready_timeout=self._ready_timeout(replica),
             unschedulable_grace=self._settings.unschedulable_grace,
             min_ready_seconds=min_ready_seconds(replica),
             paused=bool(spec.get("paused")),
@@ -438,6 +438,12 @@ class InstanceRolloutReconciler:
             self._gang = await self._client.is_served(PODGROUPS)
         return self._gang
 
+    def _ready_timeout(self, replica: Obj) -> float | None:
+        """The component's lifecycle.instanceReadyTimeout, else the operator's ("0s" counts as unset)."""
+        lifecycle = (replica.get("spec") or {}).get("lifecycle") or {}
+        own = parse_duration(lifecycle.get("instanceReadyTimeout"))
+        return own if own else (self._settings.instance_ready_timeout or None)
+
     async def _ensure_pod_groups(
         self, replica: Obj, plan: rollout_types.Plan, known: Mapping[str, RevisionData]
     ) -> set[int]:
@@ -449,9 +455,10 @@ class InstanceRolloutReconciler:
         if not gangs or not await self._gang_scheduling():
             return set()
         base, component = names.base_name(replica), replica["spec"]["component"]
+        timeout = schedule_timeout_seconds(self._ready_timeout(replica), self._settings.gang_schedule_timeout)
         terminating: set[int] = set()
         for index, members in sorted(gangs.items()):
-            body = rollout_gang.pod_group(replica, base, component, index, members)
+            body = rollout_gang.pod_group(replica, base, component, index, members, timeout)
             outcome = await create_holds.ensure_pod_group(self._client, PODGROUPS, body)
             if outcome == create_holds.CREATED:
                 self.writes += 1

@@ -282,17 +282,14 @@ async def test_an_instance_on_ordinal_one_is_rebuilt_at_its_ordinal() -> None:
     assert row["phase"] == "Ready" and row["incarnation"] == 2
 
 
-async def test_a_gang_surge_replacement_gets_its_pod_group_and_the_source_loses_its_own() -> None:
-    """With the PodGroup CRD served, each multi-pod Instance has a PodGroup (docs: Instances): the
-    replica controller makes the first, the rollout makes the replacement's at its new index and
-    removes the source's once it promotes the replacement."""
-    world = World()
+async def gang_surge(world: World, mover: InstanceRolloutReconciler) -> set[str]:
+    """An image change of a leader + 2 workers Instance, rolled until its replacement serves; returns
+    every PodGroup name seen on the way."""
     world.api.served.add("podgroups")
     strategy = {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}}
     world.api.put(INFERENCE_REPLICAS, replica_body(workers=2, replicas=1, lifecycle={"updateStrategy": strategy}))
     await world.settle()
     assert [g["metadata"]["name"] for g in world.api.of(PODGROUPS)] == ["chat-engine-0"]
-    mover = rollout(world)
     replica = world.replica()
     assert replica is not None
     replica["spec"]["runners"] = runners(workers=2, image="img:2")
@@ -307,11 +304,30 @@ async def test_a_gang_surge_replacement_gets_its_pod_group_and_the_source_loses_
         world.now += timedelta(seconds=1)
         if [r["index"] for r in rows(world)] == [1] and rows(world)[0]["phase"] == "Ready":
             break
+    return made
+
+
+async def test_a_gang_surge_replacement_gets_its_pod_group_and_the_source_loses_its_own() -> None:
+    """With the PodGroup CRD served, each multi-pod Instance has a PodGroup (docs: Instances): the
+    replica controller makes the first, the rollout makes the replacement's at its new index and
+    removes the source's once it promotes the replacement."""
+    world = World()
+    made = await gang_surge(world, rollout(world))
     [row] = rows(world)
     assert row["index"] == 1 and row["runningRevision"] == (world.replica() or {})["status"]["updateRevision"]
     assert "chat-engine-1" in made
     [group] = world.api.of(PODGROUPS)
     assert group["metadata"]["name"] == "chat-engine-1" and group["spec"]["minMember"] == 3
+    assert group["spec"]["scheduleTimeoutSeconds"] == 1800  # no bounds: the ready timeout alone
+
+
+async def test_a_gang_replacement_pod_group_takes_the_clamped_schedule_timeout() -> None:
+    """gang-scheduling.md: scheduleTimeoutSeconds is the ready timeout clamped to gangScheduleTimeout; the
+    rollout's replacement PodGroup follows the same rule as the replica controller's."""
+    world = World()
+    await gang_surge(world, rollout(world, instance_ready_timeout=1800.0, gang_schedule_timeout=(60.0, 600.0)))
+    [group] = world.api.of(PODGROUPS)
+    assert group["metadata"]["name"] == "chat-engine-1" and group["spec"]["scheduleTimeoutSeconds"] == 600
 
 
 async def test_a_gang_surge_whose_pod_group_name_is_terminating_waits_without_pods() -> None:
