@@ -191,3 +191,37 @@ def condition(obj: Obj, type_: str) -> Obj | None:
     return next(
         (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None
     )
+
+
+@contextlib.asynccontextmanager
+async def manager_running(mgr: Manager) -> AsyncIterator[Manager]:
+    """Runs `mgr` until the block ends, then stops it."""
+    task = asyncio.create_task(mgr.run())
+    try:
+        yield mgr
+    finally:
+        mgr.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 30)
+
+
+async def grouped_rollout_manager(client: Client, config: InferenceServiceConfig) -> Manager:
+    """An in-process manager with what a grouped OMENative rollout runs on: the InferenceService,
+    autoscaler, replica, Instance rollout (short retries) and rollout coordination controllers."""
+    from ome.controllers import inferencereplica, instancerollout  # noqa: PLC0415
+    from ome.controllers.inferenceservice import controller as isvc_controller  # noqa: PLC0415
+    from ome.controllers.rolloutcoordination import setup as rolloutcoordination  # noqa: PLC0415
+    from ome.omenative.rollout_retry import RetryPolicy  # noqa: PLC0415
+    from ome.omenative.rollout_settings import RolloutSettings  # noqa: PLC0415
+    from ome.omenative.settings import InferenceReplicaSettings  # noqa: PLC0415
+
+    mgr = in_process_manager(client)
+    isvc_controller.add_to_manager(mgr, config, max_concurrent_reconciles=2, config_namespace="ome")
+    autoscaler_controller.add_to_manager(mgr, config, config_namespace="ome",
+                                         features=await autoscaler_controller.detect(client, config))
+    inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=1.0))
+    settings = RolloutSettings(retry=RetryPolicy(max_attempts=2, initial_delay=1.0, multiplier=1.0, max_delay=2.0),
+                               instance_ready_timeout=120.0, max_concurrent_reconciles=2)
+    instancerollout.add_to_manager(mgr, settings)
+    rolloutcoordination.add_to_manager(mgr, ratio_tolerance=settings.ratio_tolerance)
+    return mgr

@@ -11,7 +11,6 @@ autoscaler, InferenceReplica, Instance rollout, rollout coordination and rollout
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,17 +19,17 @@ from aiohttp import web
 
 from ome.api.resources import EVENTS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.controllers import inferencereplica, instancerollout
-from ome.controllers.autoscaler import controller as autoscaler_controller
-from ome.controllers.inferenceservice import controller as isvc_controller
 from ome.controllers.rolloutcanary import setup as rolloutcanary
-from ome.controllers.rolloutcoordination import setup as rolloutcoordination
 from ome.framework.client import Client
 from ome.framework.manager import Manager
-from ome.omenative.rollout_retry import RetryPolicy
-from ome.omenative.rollout_settings import RolloutSettings
-from ome.omenative.settings import InferenceReplicaSettings
-from tests.e2e.isvc_support import Catalog, catalog, condition, eventually, in_process_manager
+from tests.e2e.isvc_support import (
+    Catalog,
+    catalog,
+    condition,
+    eventually,
+    grouped_rollout_manager,
+    manager_running,
+)
 
 Obj = dict[str, Any]
 pytestmark = pytest.mark.usefixtures("ome_crds")
@@ -58,25 +57,14 @@ async def prometheus() -> AsyncIterator[tuple[str, list[str]]]:
 
 @pytest.fixture
 async def manager(client: Client, prometheus: tuple[str, list[str]]) -> AsyncIterator[Manager]:
-    mgr = in_process_manager(client)
     config = InferenceServiceConfig.model_validate({
         "rollout": {"defaultReadyTimeout": "15m"},
         "canaryAnalysis": {"bundledPrometheusAddress": prometheus[0], "queryTimeout": "2s"},
     })
-    isvc_controller.add_to_manager(mgr, config, max_concurrent_reconciles=2, config_namespace="ome")
-    autoscaler_controller.add_to_manager(mgr, config, config_namespace="ome",
-                                         features=await autoscaler_controller.detect(client, config))
-    inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=1.0))
-    settings = RolloutSettings(retry=RetryPolicy(max_attempts=2, initial_delay=1.0, multiplier=1.0, max_delay=2.0),
-                               instance_ready_timeout=120.0, max_concurrent_reconciles=2)
-    instancerollout.add_to_manager(mgr, settings)
-    rolloutcoordination.add_to_manager(mgr, ratio_tolerance=settings.ratio_tolerance)
+    mgr = await grouped_rollout_manager(client, config)
     rolloutcanary.add_to_manager(mgr, lambda: config, policy_enabled=False, max_concurrent_reconciles=2)
-    task = asyncio.create_task(mgr.run())
-    yield mgr
-    mgr.stop()
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(task, 30)
+    async with manager_running(mgr):
+        yield mgr
 
 
 @pytest.fixture

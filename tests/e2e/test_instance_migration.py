@@ -27,7 +27,7 @@ from ome.framework.resources import CONFIGMAPS, NODES
 from ome.omenative.migration_plan import Caps
 from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings
-from tests.e2e.isvc_support import catalog, in_process_manager
+from tests.e2e.isvc_support import catalog, in_process_manager, manager_running
 from tests.e2e.test_autoscaler import _kubectl, isvc_body, running
 from tests.e2e.test_instance_rollout import events, pods_of, replica, runners, sampling, settled, until
 
@@ -42,13 +42,10 @@ async def started(kubeconfig: Path, *adds: Callable[[Manager], object]) -> Async
     mgr = in_process_manager(client)
     for add in adds:
         add(mgr)
-    task = asyncio.create_task(mgr.run())
     try:
-        yield mgr
+        async with manager_running(mgr):
+            yield mgr
     finally:
-        mgr.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 30)
         await client.close()
 
 

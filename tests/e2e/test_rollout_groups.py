@@ -19,18 +19,18 @@ import pytest
 from ome.api import resources
 from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.controllers import inferencereplica, instancerollout
-from ome.controllers.autoscaler import controller as autoscaler_controller
-from ome.controllers.inferenceservice import controller as isvc_controller
-from ome.controllers.rolloutcoordination import setup as rolloutcoordination
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.manager import Manager
 from ome.models import labels as model_labels
-from ome.omenative.rollout_retry import RetryPolicy
-from ome.omenative.rollout_settings import RolloutSettings
-from ome.omenative.settings import InferenceReplicaSettings
-from tests.e2e.isvc_support import NODE, create_when_served, eventually, in_process_manager, model_body
+from tests.e2e.isvc_support import (
+    NODE,
+    create_when_served,
+    eventually,
+    grouped_rollout_manager,
+    manager_running,
+    model_body,
+)
 
 Obj = dict[str, Any]
 pytestmark = pytest.mark.usefixtures("ome_crds")
@@ -74,21 +74,8 @@ async def pd_catalog(client: Client, namespace: str) -> AsyncIterator[tuple[str,
 
 @pytest.fixture
 async def manager(kubeconfig: Path, client: Client) -> AsyncIterator[Manager]:
-    mgr = in_process_manager(client)
-    config = InferenceServiceConfig()
-    isvc_controller.add_to_manager(mgr, config, max_concurrent_reconciles=2, config_namespace="ome")
-    autoscaler_controller.add_to_manager(mgr, config, config_namespace="ome",
-                                         features=await autoscaler_controller.detect(client, config))
-    inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=1.0))
-    settings = RolloutSettings(retry=RetryPolicy(max_attempts=2, initial_delay=1.0, multiplier=1.0, max_delay=2.0),
-                               instance_ready_timeout=120.0, max_concurrent_reconciles=2)
-    instancerollout.add_to_manager(mgr, settings)
-    rolloutcoordination.add_to_manager(mgr, ratio_tolerance=settings.ratio_tolerance)
-    task = asyncio.create_task(mgr.run())
-    yield mgr
-    mgr.stop()
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(task, 30)
+    async with manager_running(await grouped_rollout_manager(client, InferenceServiceConfig())) as mgr:
+        yield mgr
 
 
 def service(name: str, model: str, runtime: str, engines: int, decoders: int, rollout: Obj) -> Obj:
