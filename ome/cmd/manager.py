@@ -25,6 +25,7 @@ from ome.framework import certs, errors, log_setup
 from ome.framework.client import Client
 from ome.framework.leaderelection import ACQUIRE_JITTER, LeaderElectionConfig
 from ome.framework.manager import LeaderElectionLost, Manager, ManagerOptions
+from ome.framework.metrics_auth import ApiReviewClient, MetricsAuthFilter
 from ome.framework.transport import ClientSettings
 from ome.framework.webhook_server import WebhookServer
 from ome.resolution import quota_governance
@@ -82,7 +83,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kubeconfig", help="path to a kubeconfig; in-cluster config when unset")
     p.add_argument("--metrics-bind-address", default=":8080", help='address of /metrics; "0" disables it')
     p.add_argument("--metrics-secure", action=flags.BoolFlag,
-                   help="serve /metrics over HTTPS, with a self-signed certificate made at start")
+                   help="serve /metrics over HTTPS, with a self-signed certificate made at start, to "
+                        "bearer tokens allowed get on /metrics only (TokenReview and SubjectAccessReview; "
+                        "the ClusterRole ome-metrics-reader grants it)")
     # The documented name first; the controller-runtime scaffold's name stays as an alias (last one wins).
     p.add_argument("--health-probe-addr", "--health-probe-bind-address", dest="health_probe_bind_address",
                    default=":8081", help='address of /healthz and /readyz; "0" disables them')
@@ -211,6 +214,7 @@ async def run(args: argparse.Namespace) -> int:
         manager = Manager(client, ManagerOptions(
             metrics_bind_address=args.metrics_bind_address,
             metrics_ssl_context=_metrics_tls() if args.metrics_secure else None,
+            metrics_filter=MetricsAuthFilter(ApiReviewClient(client)) if args.metrics_secure else None,
             health_probe_bind_address=args.health_probe_bind_address,
             leader_election=election, webhook_server=webhook, sync_period=args.sync_period,
         ))

@@ -19,6 +19,7 @@ from kubernetes_asyncio.client import Configuration
 from ome.cmd import wiring
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.config.ome_agent import DEFAULT_SERVICE_ACCOUNT
+from ome.framework import metrics_auth
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
 from ome.webhooks import cert_bootstrap, registry
@@ -112,6 +113,23 @@ METADATA_AGENT_ROLE: dict[str, Any] = {
                "verbs": ["create", "get", "list", "patch", "update"]}],
 }
 
+# --metrics-secure (framework/metrics_auth): the manager asks the apiserver who each scrape's token belongs to
+# and whether that user may get /metrics. The names are v1.3's: ome-metrics-auth-role (bound to the manager
+# in role_binding.yaml) and ome-metrics-reader, which an operator binds to the scraper's identity.
+METRICS_AUTH_ROLE: dict[str, Any] = {
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+    "metadata": {"name": "ome-metrics-auth-role"},
+    "rules": [{"apiGroups": [metrics_auth.TOKEN_REVIEWS.group],
+               "resources": [metrics_auth.TOKEN_REVIEWS.plural], "verbs": ["create"]},
+              {"apiGroups": [metrics_auth.SUBJECT_ACCESS_REVIEWS.group],
+               "resources": [metrics_auth.SUBJECT_ACCESS_REVIEWS.plural], "verbs": ["create"]}],
+}
+METRICS_READER_ROLE: dict[str, Any] = {
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+    "metadata": {"name": "ome-metrics-reader"},
+    "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+}
+
 # What lives in the manager's own namespace, as a Role rather than cluster-wide: leader election, and the
 # Secret of --webhook-cert-bootstrap (create cannot be limited by name; get and update are).
 NAMESPACED_RULES: list[dict[str, Any]] = [
@@ -156,8 +174,8 @@ def render() -> str:
     leader = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
               "metadata": {"name": "ome-leader-election-role", "namespace": "ome"},
               "rules": NAMESPACED_RULES}
-    return header + yaml.safe_dump_all([cluster_role(manager_for_inspection()), leader, METADATA_AGENT_ROLE],
-                                       sort_keys=False)
+    return header + yaml.safe_dump_all([cluster_role(manager_for_inspection()), leader, METADATA_AGENT_ROLE,
+                                        METRICS_AUTH_ROLE, METRICS_READER_ROLE], sort_keys=False)
 
 
 def main(argv: list[str] | None = None) -> int:

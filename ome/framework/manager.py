@@ -42,7 +42,7 @@ from ome.framework.cache import SharedCache
 from ome.framework.client import Client, fence_writes
 from ome.framework.controller import Controller
 from ome.framework.leaderelection import Clock, LeaderElectionConfig, LeaderElector
-from ome.framework.probes_server import HealthProbeServer, MetricsServer
+from ome.framework.probes_server import HealthProbeServer, MetricsServer, RequestFilter
 from ome.framework.webhook_server import WebhookServer
 
 log = structlog.get_logger("manager")
@@ -70,6 +70,8 @@ class ManagerOptions:
     """Where /metrics listens; "0" turns it off."""
     metrics_ssl_context: ssl.SSLContext | None = None
     """Serves /metrics over HTTPS when set (--metrics-secure)."""
+    metrics_filter: RequestFilter | None = None
+    """Wraps the /metrics handler (--metrics-secure: TokenReview and SubjectAccessReview, metrics_auth)."""
     health_probe_bind_address: str = ":8081"
     """Where /healthz and /readyz listen; "0" turns them off."""
     leader_election: LeaderElectionConfig | None = None
@@ -137,7 +139,8 @@ class Manager:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
         metrics = MetricsServer(self.options.metrics_bind_address,
-                                ssl_context=self.options.metrics_ssl_context)
+                                ssl_context=self.options.metrics_ssl_context,
+                                request_filter=self.options.metrics_filter)
         probes = HealthProbeServer(self.options.health_probe_bind_address)
         self._register_checks(probes)
         await metrics.start()

@@ -25,6 +25,9 @@ _log = structlog.get_logger(__name__)
 
 Check = Callable[[], bool | Awaitable[bool]]
 """A health check: plain or async, True when healthy."""
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+RequestFilter = Callable[[Handler], Handler]
+"""Wraps the /metrics handler, e.g. to authenticate and authorize each request."""
 
 DISABLED: Final = "0"
 CHECK_TIMEOUT: Final = 5.0
@@ -98,11 +101,15 @@ class _HttpServer:
 class MetricsServer(_HttpServer):
     """/metrics in the Prometheus text format, from the default registry."""
 
-    def __init__(self, bind: str = ":8080", *, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, bind: str = ":8080", *, ssl_context: ssl.SSLContext | None = None,
+                 request_filter: RequestFilter | None = None) -> None:
         super().__init__(bind, name="metrics", ssl_context=ssl_context)  # HTTPS with --metrics-secure
+        # controller-runtime's FilterProvider: with --metrics-secure, authn/authz (metrics_auth).
+        self._filter = request_filter
 
     def _routes(self, app: web.Application) -> None:
-        app.router.add_get("/metrics", metrics_handler)
+        handler = metrics_handler if self._filter is None else self._filter(metrics_handler)
+        app.router.add_get("/metrics", handler)
 
 
 async def metrics_handler(request: web.Request) -> web.Response:
