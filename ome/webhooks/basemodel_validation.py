@@ -3,7 +3,8 @@ webhook rejects the model" and "Sharded distribution is rejected").
 
 A BaseModel's PVC URI names no namespace (`pvc://{pvc-name}/{sub-path}`: the model's own is used); a
 ClusterBaseModel's names one (`pvc://{namespace}:{pvc-name}/{sub-path}`); the sub-path is required; a
-`pvc://` model can't use `distribution: Sharded`. Other storage schemes pass unchecked here.
+`pvc://` model can't use `distribution: Sharded`. Other storage schemes pass unchecked here. The
+InferenceService webhook asks `cluster_pvc_namespace_error` whether a service may serve such a model.
 """
 
 from __future__ import annotations
@@ -41,6 +42,30 @@ def pvc_error(kind: str, spec: dict[str, object]) -> str | None:
     return None
 
 
+def cluster_pvc_namespace_error(model: dict[str, object], isvc_namespace: str) -> str | None:
+    """An InferenceService may serve a `pvc://` ClusterBaseModel only in the claim's namespace: a pod can't
+    mount a claim of another namespace (serve-models-from-pvc.md, "The webhook rejects the InferenceService").
+    A BaseModel's claim is in its own namespace by construction; a malformed URI is the model's own error."""
+    meta = as_dict(model.get("metadata"))
+    if meta.get("namespace"):
+        return None
+    uri = text(as_dict(as_dict(model.get("spec")).get("storage")).get("storageUri"))
+    if storage.scheme_of(uri) != "pvc":
+        return None
+    try:
+        source = storage.parse(uri)
+    except storage.StorageUriError:
+        return None
+    claim_ns = source.namespace if isinstance(source, storage.PvcSource) else None
+    if not claim_ns or claim_ns == isvc_namespace:
+        return None
+    return (f"ClusterBaseModel {json.dumps(text(meta.get('name')))} references PVC in namespace "
+            f"{json.dumps(claim_ns)}, but InferenceService is in namespace {json.dumps(isvc_namespace)}; "
+            "Kubernetes does not allow pods to mount PVCs from another namespace. Either move the "
+            f"InferenceService to namespace {json.dumps(claim_ns)} or replicate the PVC into namespace "
+            f"{json.dumps(isvc_namespace)}.")
+
+
 def _storage_fields(spec: dict[str, object]) -> tuple[str, object]:
     return text(as_dict(spec.get("storage")).get("storageUri")), spec.get("distribution")
 
@@ -54,4 +79,4 @@ def validate(request: AdmissionRequest, *, kind: str) -> Outcome:
     return Outcome.deny(error) if error is not None else Outcome()
 
 
-__all__ = ["SHARDED_PVC", "pvc_error", "validate"]
+__all__ = ["SHARDED_PVC", "cluster_pvc_namespace_error", "pvc_error", "validate"]

@@ -21,6 +21,7 @@ from ome.resolution import models, modes, runtime_inheritance, runtimes
 from ome.resolution import runtime_revisions as rr
 from ome.webhooks import annotation_validation, autoscaler_admission, canary_validation, replica_refs
 from ome.webhooks import inferenceservice_rollout as rollout
+from ome.webhooks.basemodel_validation import cluster_pvc_namespace_error as pvc_namespace_error
 from ome.webhooks.handler import CREATE, UPDATE, AdmissionRequest, Outcome
 from ome.webhooks.loose import as_dict, declared_components, dig, is_int, text
 from ome.webhooks.rollout_group_validation import validate as rollout_group_error
@@ -220,6 +221,9 @@ def resolve_references(reader: Reader, isvc: Obj) -> Outcome:
         model = models.resolve_model(reader, isvc)
     except models.ModelNotFound as exc:
         return Outcome.deny(exc.message)
+    namespace = text(dig(isvc, "metadata", "namespace"))
+    if model is not None and (error := pvc_namespace_error(model.obj, namespace)) is not None:
+        return Outcome.deny(error)
     if model is not None and model.disabled:
         return Outcome.deny(f"model {model.name} is disabled")
     if not isinstance(spec.get("engine"), dict):

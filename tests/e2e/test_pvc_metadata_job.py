@@ -55,7 +55,7 @@ async def ready_condition(client: Client, namespace: str) -> tuple[str, str, str
     model = await client.get(resources.BASE_MODELS, MODEL, namespace)
     status = model.get("status") or {}
     cond = next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), None)
-    return (status.get("state"), cond["reason"], cond["message"]) if cond else None
+    return (str(status.get("state")), cond["reason"], cond["message"]) if cond else None
 
 
 async def test_metadata_job_runs_and_its_result_makes_the_model_ready(

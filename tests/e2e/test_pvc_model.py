@@ -68,9 +68,10 @@ async def metadata_job_of(client: Client, namespace: str, model: str = MODEL) ->
     return jobs[0] if jobs else None
 
 
-async def write_result_as_the_agent(client: Client, config_namespace: str, namespace: str, *, status: str = "Ready",
-                                    error: str = "", model: str = MODEL) -> None:
-    """What `ome-agent model-metadata` does at its end: its entry in the model's result ConfigMap."""
+async def write_result_as_the_agent(client: Client, config_namespace: str, namespace: str | None, *,
+                                    status: str = "Ready", error: str = "", model: str = MODEL) -> None:
+    """What `ome-agent model-metadata` does at its end: its entry in the model's result ConfigMap
+    (`namespace` None: a ClusterBaseModel's, run with `--cluster-scoped`)."""
     entry: Obj = {"name": model, "status": status}
     if status == "Ready":
         entry["config"] = LLAMA_CONFIG
@@ -78,7 +79,7 @@ async def write_result_as_the_agent(client: Client, config_namespace: str, names
     body = {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": config_namespace,
                          "labels": {metadata_job.PVC_STATUS_LABEL: "true", metadata_job.MODEL_NAME_LABEL: model,
-                                    metadata_job.MODEL_SCOPE_LABEL: "namespaced"},
+                                    metadata_job.MODEL_SCOPE_LABEL: "namespaced" if namespace else "cluster"},
                          "annotations": {metadata_job.LAST_ERROR_ANNOTATION: error} if error else {}},
             "data": {metadata_job.result_key(model, namespace): json.dumps(entry)}}
     try:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ome.api import resources
 from ome.webhooks import registry
 from tests.unit.resolution.fake_reader import FakeReader
 from tests.unit.webhooks.reviews import call, review
@@ -63,3 +64,33 @@ def test_an_update_that_leaves_the_storage_alone_passes() -> None:
     bad = model("ClusterBaseModel", "pvc://model-storage/llama")
     newer = {**bad, "metadata": {**bad["metadata"], "finalizers": ["clusterbasemodels.ome.io/finalizer"]}}
     assert answer("ClusterBaseModel", newer, old=bad, operation="UPDATE")["allowed"]
+
+
+def _isvc_answer(namespace: str, *models: tuple[Any, Obj]) -> Obj:
+    svc = {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService",
+           "metadata": {"name": "llama", "namespace": namespace},
+           "spec": {"model": {"name": "llama-3-2-1b-instruct", **({"kind": "BaseModel"} if models[0][0]
+                                                                  is resources.BASE_MODELS else {})},
+                    "engine": {"runner": {"image": "vllm:latest"}}}}
+    reader = FakeReader(*models)
+    return call(registry.handlers(reader)["/validate-ome-io-v1beta1-inferenceservice"],
+                review("InferenceService", svc))
+
+
+def test_a_service_outside_the_claims_namespace_of_a_cluster_pvc_model_is_denied() -> None:
+    """"Since v1.3, the webhook also rejects an InferenceService that uses the ClusterBaseModel from another
+    namespace, here `default`" (serve-models-from-pvc.md, "The webhook rejects the InferenceService")."""
+    cbm = model("ClusterBaseModel", "pvc://llama-demo:model-storage/llama-3-2-1b-instruct")
+    got = _isvc_answer("default", (resources.CLUSTER_BASE_MODELS, cbm))
+    assert got["allowed"] is False
+    assert got["status"]["message"] == (
+        'ClusterBaseModel "llama-3-2-1b-instruct" references PVC in namespace "llama-demo", but InferenceService '
+        'is in namespace "default"; Kubernetes does not allow pods to mount PVCs from another namespace. Either '
+        'move the InferenceService to namespace "llama-demo" or replicate the PVC into namespace "default".')
+    # "Create the InferenceService in `llama-demo`."
+    assert _isvc_answer("llama-demo", (resources.CLUSTER_BASE_MODELS, cbm))["allowed"] is True
+    # Other schemes, and a BaseModel (its claim is in its own namespace), are not concerned.
+    hf = model("ClusterBaseModel", "hf://meta-llama/Llama-3.2-1B-Instruct")
+    assert _isvc_answer("default", (resources.CLUSTER_BASE_MODELS, hf))["allowed"] is True
+    bm = model("BaseModel", "pvc://model-storage/llama-3-2-1b-instruct")
+    assert _isvc_answer("llama-demo", (resources.BASE_MODELS, bm))["allowed"] is True
