@@ -7,15 +7,21 @@ Replica counts: under `None` OME holds the workload at `minReplicas` (OMENative:
 
 A policy hold keeps the scaler its policy last rendered (read back from the object), with the bounds of
 the spec on RawDeployment; when the policy never rendered, whatever runs is left as it is.
+
+A component's first status entry under an HPA is held back until the HPA controller has reported on the
+HPA (its conditions and counts are part of the entry), for at most `SCALER_REPORT_GRACE` after the HPA
+was created: one status write instead of one for the class and another for the HPA's report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.framework.timefmt import parse_time
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import autoscaling, disruption, modes, naming, omenative
 from ome.resolution.autoscaling import Bounds, Resolution
@@ -24,6 +30,9 @@ from ome.resolution.components import ComponentPlan
 Obj = dict[str, Any]
 
 HPA_STATUS_FIELDS: Final = ("currentReplicas", "desiredReplicas")
+SCALER_REPORT_GRACE: Final = 60.0
+"""Seconds after an HPA's creation by which its component's first status entry is written, reported on
+or not (the HPA controller reports every 15 s by default)."""
 KEDA_MISSING: Final = (
     "won't watch keda.sh/v1alpha1/ScaledObject resources: the CRD was not served when the controller "
     "started; install KEDA and restart the controller"
@@ -247,6 +256,29 @@ def status_entry(inputs: Inputs, desired: Desired, old: Mapping[str, Any], now: 
         auto["conditions"] = sorted(conditions, key=lambda c: c["type"])
     entry["autoscaler"] = auto
     return entry
+
+
+def awaiting_scaler_report(inputs: Inputs, desired: Desired, old: Mapping[str, Any], now: datetime
+                           ) -> float | None:
+    """Seconds to hold back the component's first entry (`old` is empty) while the HPA OME applied has no
+    report from the HPA controller yet; None: write it now. The HPA's creation and its status update
+    are both events of this controller, so the hold ends with the report."""
+    if old or desired.klass != autoscaling.HPA or desired.scaler is None:
+        return None
+    if autoscaling.managed_by(desired.klass) != "ome" or desired.resolution.hold is not None:
+        return None
+    hpa = inputs.hpa
+    if hpa is not None and (hpa.get("status") or {}).get("conditions"):
+        return None
+    # Not in the cache yet: applied in this pass, so as new as the service.
+    created = ((hpa or inputs.isvc).get("metadata") or {}).get("creationTimestamp")
+    if not created:
+        return None
+    try:
+        age = (now - parse_time(str(created))).total_seconds()
+    except ValueError:
+        return None
+    return SCALER_REPORT_GRACE - age if age < SCALER_REPORT_GRACE else None
 
 
 def _copied_conditions(conditions: list[Mapping[str, Any]], now: str) -> list[Obj]:

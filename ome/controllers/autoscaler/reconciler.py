@@ -124,10 +124,13 @@ class AutoscalerReconciler:
         if found is None:
             return Result()
         entries: dict[str, Obj] = {}
+        holds: list[float] = []
         failure: Exception | None = None
         for component in found:
             try:
-                entries[component.plan.component] = await self._component(isvc, component)
+                entries[component.plan.component], hold = await self._component(isvc, component)
+                if hold is not None:
+                    holds.append(hold)
             except ComponentFailed as exc:
                 log.error("Failed to reconcile component", component=component.plan.component, error=str(exc))
                 failure = exc
@@ -135,10 +138,13 @@ class AutoscalerReconciler:
         await self._delete_removed(isvc, {c.plan.component for c in found})
         if failure is not None:
             raise failure
+        if holds:  # a new HPA's report is due: the entries are written with it (decide.SCALER_REPORT_GRACE)
+            return Result(requeue_after=min(holds))
         await self._write_status(isvc, entries)
         return Result()
 
-    async def _component(self, isvc: Obj, component: component_reader.Component) -> Obj:
+    async def _component(self, isvc: Obj, component: component_reader.Component) -> tuple[Obj, float | None]:
+        """The component's status entry, and the seconds it is held back for (None: not held)."""
         plan = component.plan
         namespace, name = isvc["metadata"]["namespace"], isvc["metadata"]["name"]
         scaled_object = self._scaled_object(namespace, scalers.scaled_object_name(name, plan.component))
@@ -165,8 +171,10 @@ class AutoscalerReconciler:
         await self._converge_pdb(isvc, inputs, desired.pdb)
         if desired.scale_to is not None and inputs.workload is not None:
             await self._scale(plan.mode, inputs.workload, desired.scale_to)
-        return deciding.status_entry(inputs, desired, _old_autoscaler(isvc, plan.component),
-                                     format_time(self._clock()))
+        now = self._clock()
+        old = _old_autoscaler(isvc, plan.component)
+        return (deciding.status_entry(inputs, desired, old, format_time(now)),
+                deciding.awaiting_scaler_report(inputs, desired, old, now))
 
     async def _scale(self, mode: str, workload: Mapping[str, Any], replicas: int) -> None:
         """Set the count through the scale subresource, only over the count this decision was made from:

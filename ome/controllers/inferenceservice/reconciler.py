@@ -205,13 +205,16 @@ class InferenceServiceReconciler:
         if modes.is_virtual(isvc):
             await self._write_status(isvc, status.virtual_status(isvc, self._config, format_time(now)))
             return requeue
-        await self._reconcile_service(isvc, now)
+        held = await self._reconcile_service(isvc, now)
+        if held is not None:  # the first status is held back: written when due at the latest
+            return Result(requeue_after=min(held, requeue.requeue_after or held))
         return requeue
 
-    async def _reconcile_service(self, isvc: Obj, now: datetime) -> None:
+    async def _reconcile_service(self, isvc: Obj, now: datetime) -> float | None:
+        """Returns the seconds the first status is held back for (status.first_write_deferral)."""
         if replica_refs.is_referencing(isvc):
             await self._reconcile_referenced(isvc, now)
-            return
+            return None
         try:
             model = models.resolve_model(self._reader, isvc)
         except models.ModelNotFound as exc:
@@ -233,11 +236,11 @@ class InferenceServiceReconciler:
             await self._runtime_unresolved(
                 isvc, exc.message, condition=exc.detail, has_model=model is not None, now=now
             )
-            return
+            return None
         except (runtimes.RuntimeNotFound, runtimes.RuntimeDisabled) as exc:
             if not rr.pins(isvc):
                 await self._runtime_unresolved(isvc, exc.message, has_model=model is not None, now=now)
-                return
+                return None
             runtime, live_problem = None, exc.message  # a pinned service may serve from its revision
         except runtime_inheritance.InheritanceError as exc:
             # runtime-inheritance.md: the workload stays, a warning event names the chain's error, and
@@ -249,7 +252,7 @@ class InferenceServiceReconciler:
             raise RetryError(exc.message) from exc
         except models.ResolutionError as exc:  # not found, disabled, model without a format
             await self._runtime_unresolved(isvc, exc.message, has_model=model is not None, now=now)
-            return
+            return None
         if (isvc.get("spec") or {}).get("engine") is None:
             # As v1.3's deployment-mode step: no engine, no workload at all (a decoder or router alone is
             # not served); the webhook admits such a service, so this event is where the user learns why.
@@ -272,7 +275,7 @@ class InferenceServiceReconciler:
         if pin.paused:
             has_model = model is not None
             await self._paused(isvc, pin, runtime_name, has_model=has_model, problem=live_problem, now=now)
-            return
+            return None
         if pin.create is not None:
             await self.revisions.create(self._writer, pin.create)
         runtime_obj = {"spec": pin.spec} if pin.pinning or runtime is None else runtime.obj
@@ -316,9 +319,14 @@ class InferenceServiceReconciler:
                 runtime_pinning.observed_fields(pin), self._reader, isvc, now
             ),
         )
-        await self._write_status(isvc, status.compute(isvc, observed, self._config, format_time(now)))
+        computed = status.compute(isvc, observed, self._config, format_time(now))
+        held = None if failure is not None else status.first_write_deferral(isvc, observed, computed, now)
+        if held is None or self._written_before(isvc):
+            await self._write_status(isvc, computed)
+            held = None
         if failure is not None:
             raise failure
+        return held
 
     async def _reconcile_referenced(self, isvc: Obj, now: datetime) -> None:
         """Front the standalone replicas spec.replicaRefs names; write nothing on them."""
@@ -505,6 +513,11 @@ class InferenceServiceReconciler:
             await self._writer.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
         except (errors.NotFound, errors.Conflict):
             pass
+
+    def _written_before(self, isvc: Obj) -> bool:
+        """Whether this process wrote the service's status and the cache may not show it yet."""
+        meta = isvc["metadata"]
+        return (meta.get("namespace", ""), meta["name"]) in self._status_written
 
     async def _write_status(self, isvc: Obj, computed: Obj) -> None:
         meta = isvc["metadata"]

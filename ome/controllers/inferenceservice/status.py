@@ -8,16 +8,25 @@ InferenceReplica, its own or one named in spec.replicaRefs, mirrors the replica 
 referenced role without a usable replica reports `ReplicaRefMissing` or `ReplicaRefInvalid`.
 A condition keeps its lastTransitionTime while its status stays the same, so an unchanged world computes
 an identical status and the reconciler writes nothing.
+
+The first status of a new service is held back while its workloads are known to be coming up
+(`first_write_deferral`): every step of a start (the Deployment or replica created, its Instances
+created, a serving gate opened) would otherwise be one status write, and a service that starts normally
+reports once, when it is Ready. A failure signal (a pod's main container failing, a Deployment past its
+progress deadline, a replica reporting a failed Instance or any problem condition, a runtime, overlay or
+ingress problem) or the grace period `FIRST_STATUS_GRACE` since creation writes it at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import replica_status
+from ome.framework.timefmt import parse_time
 from ome.resolution import modes, naming
 from ome.resolution.components import ComponentPlan
 from ome.resolution.replica_refs import Problem
@@ -32,6 +41,15 @@ INGRESS_DISABLED: Final = "IngressDisabled"
 INGRESS_DISABLED_MESSAGE: Final = "Ingress creation is disabled, using external service for access"
 VIRTUAL_DEPLOYMENT_MESSAGE: Final = "InferenceService is in VirtualDeployment mode"
 MAIN_CONTAINER: Final = "ome-container"
+
+
+FIRST_STATUS_GRACE: Final = 300.0
+"""Seconds after creation by which a new service reports its first status even while still starting."""
+_STARTING_REASONS: Final = frozenset(
+    {"Initializing", replica_status.NO_REPLICAS, replica_status.INSUFFICIENT_AVAILABLE}
+)
+_REPLICA_PROBLEMS: Final = frozenset({"RolloutStalled", "DrainOverdue", "GangSchedulingUnavailable"})
+"""InferenceReplica conditions that, True, are a problem to report rather than a step of a start."""
 
 
 def component_condition(component: str) -> str:
@@ -201,6 +219,59 @@ def _kept_component_conditions(old: Mapping[str, Any], observed: Observed) -> li
         if raw.get("type") in {component_condition(c) for c in modes.COMPONENTS}:
             kept.append(Cond(raw["type"], raw["status"], raw.get("reason", ""), raw.get("message", "")))
     return kept
+
+
+def first_write_deferral(
+    isvc: Mapping[str, Any], observed: Observed, computed: Mapping[str, Any], now: datetime
+) -> float | None:
+    """Seconds to hold back the first status of a service that is still starting normally (requeue
+    then); None when it is to be written now. Only a service that never had a status is held, so a spec
+    change of a running one reports its observedGeneration at once."""
+    old = isvc.get("status") or {}
+    if old.get("observedGeneration") is not None or old.get("conditions"):
+        return None
+    created = (isvc.get("metadata") or {}).get("creationTimestamp")
+    if not created or not observed.plans or observed.referenced:
+        return None
+    if observed.runtime_error or observed.overlays_problem:
+        return None
+    for cond in computed.get("conditions") or ():
+        if cond.get("type") == READY or cond.get("status") == "True":
+            continue
+        if cond.get("type") not in {component_condition(p.component) for p in observed.plans}:
+            return None  # ingress, runtime or a foreign condition not True: a problem to report now
+        if cond.get("reason") not in _STARTING_REASONS:
+            return None
+    if all(c.get("type") != READY or c.get("status") == "True" for c in computed.get("conditions") or ()):
+        return None  # Ready: the one write this holds back for
+    if (computed.get("modelStatus") or {}).get("transitionStatus") == "BlockedByFailedLoad":
+        return None
+    for plan in observed.plans:
+        workload = observed.workloads.get(plan.component)
+        if plan.mode not in (modes.RAW_DEPLOYMENT, modes.OMENATIVE):
+            return None
+        if workload is not None and not _starting(plan.mode, workload):
+            return None
+    try:
+        age = (now - parse_time(str(created))).total_seconds()
+    except ValueError:
+        return None
+    return FIRST_STATUS_GRACE - age if age < FIRST_STATUS_GRACE else None
+
+
+def _starting(mode: str, workload: Mapping[str, Any]) -> bool:
+    """The workload reports no problem: a Deployment within its progress deadline without a replica
+    failure; a replica with no failed Instance and no problem condition."""
+    status = workload.get("status") or {}
+    if mode == modes.RAW_DEPLOYMENT:
+        progressing, failure = _find(status, "Progressing"), _find(status, "ReplicaFailure")
+        return not ((progressing or {}).get("status") == "False" or (failure or {}).get("status") == "True")
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "Ready" and cond.get("reason") == "InstanceFailed":
+            return False
+        if cond.get("type") in _REPLICA_PROBLEMS and cond.get("status") == "True":
+            return False
+    return True
 
 
 def workload_condition(plan: ComponentPlan, workload: Mapping[str, Any] | None) -> Cond:

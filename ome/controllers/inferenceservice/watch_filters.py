@@ -7,7 +7,9 @@ reconcile (resolution, rendering, every child compared), so at scale they crowd 
 matter: a spec change then waits behind hundreds of pod updates before its observedGeneration is written.
 
 - Deployment: its metadata (drift, owner, deletion), its spec (generation) and its `Available` condition,
-  the only status the InferenceService reads from it (status.workload_condition).
+  the status the InferenceService reports from it (status.workload_condition), and whether it is
+  `Progressing` and free of a `ReplicaFailure` (True/False only), which end the hold on a new service's
+  first status (status.first_write_deferral).
 - engine Pod: creation, deletion and label changes (the model copies and Pending/Loading count pods),
   and the main container's failure (status.main_container_failure: BlockedByFailedLoad).
 
@@ -38,13 +40,18 @@ def _available(obj: Obj) -> tuple[Any, ...] | None:
     return None
 
 
+def _trouble(obj: Obj) -> tuple[Any, ...]:
+    found = {c.get("type"): c.get("status") for c in (obj.get("status") or {}).get("conditions") or ()}
+    return found.get("Progressing"), found.get("ReplicaFailure")
+
+
 def deployment_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
     """MODIFIED only when the metadata, the spec or the Available condition changed."""
     if event_type != "MODIFIED":
         return True
     if old is None:
         return False
-    return _metadata_changed(obj, old) or _available(obj) != _available(old)
+    return _metadata_changed(obj, old) or _available(obj) != _available(old) or _trouble(obj) != _trouble(old)
 
 
 def pod_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:

@@ -154,3 +154,10 @@ def fix_resolution(monkeypatch: Any) -> None:
     # The reconciler calls them through these modules, so patching the modules reaches it.
     monkeypatch.setattr(models, "resolve_model", resolve_model)
     monkeypatch.setattr(runtimes, "resolve_runtime", resolve_runtime)
+
+
+def established(isvc: Obj) -> Obj:
+    """`isvc` created long before the reconciler's clock: past the first-status hold
+    (status.FIRST_STATUS_GRACE), so its status is written from the first reconcile on."""
+    isvc["metadata"]["creationTimestamp"] = "2025-12-01T00:00:00Z"
+    return isvc

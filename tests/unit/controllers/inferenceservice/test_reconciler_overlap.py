@@ -17,6 +17,7 @@ from ome.framework.store import OWNER_INDEX
 from tests.unit.controllers.inferenceservice.fakes import (
     FakeRecorder,
     FakeWorld,
+    established,
     fix_resolution,
     make_reconciler,
 )
@@ -56,7 +57,7 @@ def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_children_are_applied_in_one_round_and_the_status_after_them() -> None:
     world = FakeWorld()
-    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    world.put(r.INFERENCE_SERVICES, established(builders.isvc()))
     writer = OverlapWriter(world)
     reconciler = make_reconciler(world, FakeRecorder(), writer=writer, now=datetime(2026, 1, 1, tzinfo=UTC))
     await reconciler.reconcile(Request("demo", "llama"))

@@ -12,7 +12,12 @@ from ome.controllers.inferenceservice import reconciler as rec
 from ome.controllers.inferenceservice import revision_gc, runtime_pinning
 from ome.framework.reconcile import Request
 from ome.resolution import runtime_revisions as rr
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
+from tests.unit.controllers.inferenceservice.fakes import (
+    FakeRecorder,
+    FakeWorld,
+    established,
+    make_reconciler,
+)
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -41,7 +46,7 @@ def _reconciler(world: FakeWorld, recorder: FakeRecorder) -> rec.InferenceServic
 
 
 def _pinned_isvc(**ref: Any) -> Obj:
-    obj = builders.isvc(runtime=RUNTIME)
+    obj = established(builders.isvc(runtime=RUNTIME))
     obj["spec"]["runtime"].update({"autoSync": False, **ref})
     return obj
 

@@ -10,7 +10,12 @@ import pytest
 from ome.api import resources as r
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework.reconcile import Request, RetryError
-from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
+from tests.unit.controllers.inferenceservice.fakes import (
+    FakeRecorder,
+    FakeWorld,
+    established,
+    make_reconciler,
+)
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
@@ -37,7 +42,7 @@ async def test_auto_selected_runtime_renders_the_engine() -> None:
     world, recorder = FakeWorld(), FakeRecorder()
     world.put(r.CLUSTER_BASE_MODELS, _model())
     world.put(r.CLUSTER_SERVING_RUNTIMES, builders.runtime())
-    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    world.put(r.INFERENCE_SERVICES, established(builders.isvc()))
     await _reconciler(world, recorder).reconcile(REQ)
     assert world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") is not None
     obj = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
