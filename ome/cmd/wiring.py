@@ -203,7 +203,7 @@ def add_webhooks(server: WebhookServer, manager: Manager, settings: Settings) ->
     autoscaler_admission.POLICY_GATE.enabled = settings.autoscaler.policy_enabled
     # And a rollout group's policyRef when the RolloutPolicy CRD is served (RolloutPolicyRefUnsupported).
     rollout_group_validation.ROLLOUT_POLICY_GATE.enabled = settings.rollout_policy_served
-    registry.register_webhooks(server, manager.cache, settings.config)
+    registry.register_webhooks(server, manager.cache, settings.config, settings.config_namespace)
 
 
 async def self_register_webhooks(

@@ -24,17 +24,25 @@ Before these, the container injections of `pod_injection`: `ome.io/inject-model-
 
 An unknown profile, an invalid port or a malformed networks annotation denies the pod (PodDenied).
 Aggregation "true" also sets the environment of a `queue-proxy` container the pod has.
+
+The settings follow the `inferenceservice-config` ConfigMap (`PodSettingsSource`): the manager's cache
+watches it, and each admission re-derives the settings when its resourceVersion moved, so an edit applies
+to the next pod admitted once the watch has delivered it, without a restart. An edit that does not parse
+is logged once and the last valid settings stay, as for the controllers (`ome/config/config_source.py`).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
+import structlog
 
-from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.config import inferenceservice_config as isvc_config
+from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig
 from ome.webhooks.handler import AdmissionRequest, PodDenied
 from ome.webhooks.loose import as_dict, as_list, text
 from ome.webhooks.pod_injection import (
@@ -45,6 +53,7 @@ from ome.webhooks.pod_injection import (
 )
 
 Obj = dict[str, Any]
+log = structlog.get_logger("ome.webhooks.pod")
 
 MAIN_CONTAINER: Final = "ome-container"
 RDMA_AUTO_INJECT: Final = "rdma.ome.io/auto-inject"
@@ -131,9 +140,50 @@ def pod_settings(config: InferenceServiceConfig, fine_tuned_weight: Any = None) 
                                          aggregator.enable_prometheus_scraping == "true"), injections)
 
 
+class PodSettingsSource:
+    """The webhook's settings as the `inferenceservice-config` ConfigMap holds them now.
+
+    `lookup()` gives the ConfigMap as the informer cache holds it (None while unseen or deleted: the last
+    settings stay, the manager's start config at first). Settings are derived again only when the
+    ConfigMap's resourceVersion moved, so an admission costs a dict lookup."""
+
+    def __init__(self, lookup: Callable[[], Obj | None], initial: InferenceServiceConfig,
+                 fine_tuned_weight: Any = None) -> None:
+        self._lookup = lookup
+        self._fine_tuned_weight = fine_tuned_weight
+        self._settings = pod_settings(initial, fine_tuned_weight)
+        self._version: str | None = None
+        self._rejected: str | None = None
+
+    def current(self) -> PodSettings:
+        configmap = self._lookup()
+        if configmap is None:
+            return self._settings
+        version = str(as_dict(configmap.get("metadata")).get("resourceVersion") or "")
+        if version and version == self._version:
+            return self._settings
+        self._version = version
+        try:
+            config = isvc_config.parse(as_dict(configmap.get("data")))
+        except ConfigError as exc:
+            if str(exc) != self._rejected:  # once per bad edit, not once per pod
+                log.warning("inferenceservice-config edit rejected; the pod webhook keeps the last valid "
+                            "settings", error=str(exc))
+                self._rejected = str(exc)
+            return self._settings
+        self._rejected = None
+        settings = pod_settings(config, self._fine_tuned_weight)
+        if settings != self._settings:
+            log.info("inferenceservice-config changed; the pod webhook admits the next pods with it")
+            self._settings = settings
+        return self._settings
+
+
 def mutate_pod(request: AdmissionRequest,
-               settings: MetricsAggregator | PodSettings = MetricsAggregator()) -> Obj:
+               settings: MetricsAggregator | PodSettings | PodSettingsSource = MetricsAggregator()) -> Obj:
     """The pod with every documented injection applied; raises PodDenied for bad annotations."""
+    if isinstance(settings, PodSettingsSource):
+        settings = settings.current()
     if isinstance(settings, MetricsAggregator):
         settings = PodSettings(settings)
     pod = request.obj

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from ome.api import resources
 from ome.api.resources import Resource
+from ome.config import inferenceservice_config as isvc_config
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.framework.cache import SharedCache
 from ome.framework.webhook_server import WebhookServer
@@ -111,7 +112,8 @@ WEBHOOKS: Final = (
 
 
 def handlers(reader: inferenceservice_validation.Reader,
-             pod_settings: pod_mutation.PodSettings | None = None) -> dict[str, Handler]:
+             pod_settings: pod_mutation.PodSettings | pod_mutation.PodSettingsSource | None = None,
+             ) -> dict[str, Handler]:
     """Path -> AdmissionReview handler, for the server and for tests that call handlers directly.
     `pod_settings`: what the pod webhook reads from inferenceservice-config (None: the chart's defaults)."""
     isvc, sr, csr = (
@@ -155,14 +157,21 @@ def handlers(reader: inferenceservice_validation.Reader,
 
 
 def register_webhooks(server: WebhookServer, cache: SharedCache,
-                      config: InferenceServiceConfig | None = None) -> None:
+                      config: InferenceServiceConfig | None = None,
+                      config_namespace: str | None = None) -> None:
     """Serve every OME webhook on `server`, reading from `cache` (informers are added for what they read)."""
     for res in CACHED_KINDS:
         cache.informer_for(res)
-    # The pod webhook reads the config the manager started with, and FineTunedWeights from the cache.
+    # The pod webhook follows inferenceservice-config (watched in its namespace; `config`, the manager's
+    # start config, until the cache has it), and reads FineTunedWeights from the cache.
     cache.informer_for(resources.FINE_TUNED_WEIGHTS)
-    pods = pod_mutation.pod_settings(config or InferenceServiceConfig(),
-                                     lambda name: cache.get_or_none(resources.FINE_TUNED_WEIGHTS, name))
+    namespace = config_namespace or isvc_config.config_namespace()
+    cache.informer_for(resources.CONFIGMAPS, namespace=namespace,
+                       field_selector=f"metadata.name={isvc_config.CONFIGMAP_NAME}")
+    pods = pod_mutation.PodSettingsSource(
+        lambda: cache.get_or_none(resources.CONFIGMAPS, isvc_config.CONFIGMAP_NAME, namespace),
+        config or InferenceServiceConfig(),
+        lambda name: cache.get_or_none(resources.FINE_TUNED_WEIGHTS, name))
     for path, handler in handlers(cache, pods).items():
         server.register(path, handler)
 
