@@ -208,13 +208,11 @@ class MetricsAuthFilter:
             access = await self.access.get((user, verb, path), lambda: self._authorize(user, verb, path),
                                            self._access_ttl)
         except (errors.ApiError, OSError, TimeoutError, ValueError) as exc:
-            message = f"Authorization for user {user.name} failed"
-            log.error(message, error=str(exc))
-            return Decision(500, message, user.name)
+            log.error("authorization failed", user=user.name, error=str(exc))
+            return Decision(500, f"Authorization for user {user.name} failed", user.name)
         if not access.allowed:
-            message = f"Authorization denied for user {user.name}"
-            log.debug(message, reason=access.reason)
-            return Decision(403, message, user.name)
+            log.debug("metrics request denied", user=user.name, reason=access.reason)
+            return Decision(403, f"Authorization denied for user {user.name}", user.name)
         return Decision(200, user=user.name)
 
     def _access_ttl(self, access: _Access) -> float:
