@@ -1,15 +1,22 @@
 """Per-key work queue with client-go semantics (`util/workqueue`: queue, delaying, rate limiting).
 
 Guarantees, as in client-go's doc.go:
-* fair: items are handed out in the order they were added;
+* fair: items are handed out in the order they were added, within a priority (below);
 * stingy: an item added many times before it is processed is processed once;
 * a key is never processed by two workers at once: a key added while it is being
   processed waits in `_dirty` and is queued again by `done()`;
 * shutdown: new adds are ignored, items already queued are still handed out, then
   `get()` raises `ShutDown`.
 
-Invariant: an item is in `_queue` at most once, and only if it is in `_dirty` and not
-in `_processing`.
+Two priorities, as controller-runtime's priority queue has: `HIGH` items are handed out before
+`NORMAL` ones. A controller adds a primary object whose spec generation its status has not observed
+yet at `HIGH`, so a spec change is not queued behind hundreds of child status events (each of which
+only re-confirms what the service already reports). An item waiting at `NORMAL` and added again at
+`HIGH` is raised; an item keeps the highest priority it was added with until it is handed out.
+
+Invariant: an item is in `_queued` (item -> priority) iff it is in `_dirty` and not in
+`_processing`. The deques may also hold stale entries (an item raised to `HIGH` leaves its
+`NORMAL` entry behind); `get()` skips an entry whose item is not queued at that deque's priority.
 
 Delayed adds live in a heap served by one event-loop timer, re-armed only when the
 earliest deadline changes; a key waiting twice keeps the earlier deadline. Retries
@@ -26,14 +33,17 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Hashable
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from ome.framework import ratelimit
 from ome.framework.workqueue_metrics import QueueMetrics
 
-__all__ = ["ShutDown", "WorkQueue"]
+__all__ = ["HIGH", "NORMAL", "ShutDown", "WorkQueue"]
 
 T = TypeVar("T", bound=Hashable)
+
+NORMAL: Final = 0
+HIGH: Final = 1
 
 
 class _Delayed(Generic[T]):
@@ -71,8 +81,10 @@ class WorkQueue(Generic[T]):
         self.name = name
         self._clock: ratelimit.Clock = clock or ratelimit.MonotonicClock()
         self._rate_limiter = rate_limiter or ratelimit.default_controller_rate_limiter(clock=clock)
-        self._queue: deque[T] = deque()
+        self._queues: tuple[deque[T], deque[T]] = (deque(), deque())  # indexed by priority
+        self._queued: dict[T, int] = {}
         self._dirty: set[T] = set()
+        self._urgent: set[T] = set()  # dirty items added at HIGH, while they are processed
         self._processing: set[T] = set()
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
@@ -85,27 +97,46 @@ class WorkQueue(Generic[T]):
 
     # -- basic queue -------------------------------------------------------------------------
 
-    def add(self, item: T) -> None:
-        """Queue `item` unless it is already waiting; if it is being processed, queue it after `done`."""
-        if self._shutting_down or item in self._dirty:
+    def add(self, item: T, priority: int = NORMAL) -> None:
+        """Queue `item` unless it is already waiting (then only raise it to `priority`); if it is being
+        processed, queue it after `done`."""
+        if self._shutting_down:
+            return
+        urgent = priority >= HIGH
+        if item in self._dirty:
+            if urgent:
+                self._raise(item)
             return
         if self._metrics is not None:
             self._metrics.add(item)
         self._dirty.add(item)
         if item in self._processing:
+            if urgent:
+                self._urgent.add(item)
             return
-        self._queue.append(item)
+        self._enqueue(item, HIGH if urgent else NORMAL)
+
+    def _raise(self, item: T) -> None:
+        if item in self._processing:
+            self._urgent.add(item)
+        elif self._queued.get(item) == NORMAL:
+            self._queued[item] = HIGH
+            self._queues[HIGH].append(item)  # its NORMAL entry is now stale
+
+    def _enqueue(self, item: T, priority: int) -> None:
+        self._queued[item] = priority
+        self._queues[priority].append(item)
         self._wake_one()
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._queued)
 
     async def get(self) -> T:
         """Wait for the next item and mark it processing; the caller must call `done(item)`.
 
         Raises `ShutDown` once the queue is shut down and empty.
         """
-        while not self._queue:
+        while not self._queued:
             if self._shutting_down:
                 raise ShutDown
             waiter = asyncio.get_running_loop().create_future()
@@ -118,21 +149,33 @@ class WorkQueue(Generic[T]):
                 elif waiter in self._waiters:
                     self._waiters.remove(waiter)
                 raise
-        item = self._queue.popleft()
+        item = self._pop()
         if self._metrics is not None:
             self._metrics.get(item)
         self._processing.add(item)
         self._dirty.discard(item)
         return item
 
+    def _pop(self) -> T:
+        for priority in (HIGH, NORMAL):
+            entries = self._queues[priority]
+            while entries:
+                item = entries.popleft()
+                if self._queued.get(item) == priority:
+                    del self._queued[item]
+                    return item
+        raise AssertionError("an item was queued without a live deque entry")
+
     def done(self, item: T) -> None:
-        """Finish processing `item`; if it was added meanwhile, queue it again."""
+        """Finish processing `item`; if it was added meanwhile, queue it again (at the highest priority
+        it was added with)."""
         if self._metrics is not None:
             self._metrics.done(item)
         self._processing.discard(item)
+        urgent = item in self._urgent
+        self._urgent.discard(item)
         if item in self._dirty:
-            self._queue.append(item)
-            self._wake_one()
+            self._enqueue(item, HIGH if urgent else NORMAL)
 
     @property
     def shutting_down(self) -> bool:
@@ -149,6 +192,7 @@ class WorkQueue(Generic[T]):
             self._timer = None
         self._heap.clear()
         self._waiting.clear()
+        self._urgent.clear()
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():

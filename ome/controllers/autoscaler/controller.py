@@ -26,7 +26,7 @@ from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.autoscaler.policy_status import PolicyStatusReconciler
 from ome.controllers.autoscaler.reconciler import AutoscalerReconciler, Features
-from ome.controllers.inferenceservice import runtime_pinning
+from ome.controllers.inferenceservice import runtime_pinning, watch_filters
 from ome.framework import predicates
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
@@ -82,9 +82,13 @@ def add_to_manager(
         scalers.append(autoscaler_objects.SCALED_OBJECTS)
     changed = predicates.resource_version_changed
     for res in scalers:
-        controller.owns(cache.informer_for(res), "ome.io", "InferenceService", changed)
+        # The HPA's (and ScaledObject's) status is reported; a budget's status is not read at all.
+        spec_only = res == resources.PDBS
+        controller.owns(cache.informer_for(res), "ome.io", "InferenceService",
+                        watch_filters.spec_or_metadata_changed if spec_only else changed)
+    # Only spec.replicas is read from a workload: the rollout's status updates would each cost a reconcile.
     deployments = cache.informer_for(resources.DEPLOYMENTS, label_selector=CHILD_SELECTOR)
-    controller.owns(deployments, "ome.io", "InferenceService", changed)
+    controller.owns(deployments, "ome.io", "InferenceService", watch_filters.spec_or_metadata_changed)
     # The InferenceService controller reads every replica (standalone ones carry no service label).
     replicas = cache.informer_for(resources.INFERENCE_REPLICAS)
     controller.owns(replicas, "ome.io", "InferenceService", changed)

@@ -14,6 +14,10 @@ matter: a spec change then waits behind hundreds of pod updates before its obser
   and the main container's failure (status.main_container_failure: BlockedByFailedLoad).
 
 Everything else the controller watches keeps every resourceVersion change.
+
+`spec_or_metadata_changed` is for a watcher that reads no status of the child at all: the autoscaler
+controller reads a Deployment's `spec.replicas` and a PodDisruptionBudget's spec and metadata, never
+their status, which kube-controller-manager rewrites several times per rollout.
 """
 
 from __future__ import annotations
@@ -31,6 +35,13 @@ _METADATA: Final = (
 def _metadata_changed(obj: Obj, old: Obj) -> bool:
     new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
     return any(new_meta.get(key) != old_meta.get(key) for key in _METADATA)
+
+
+def spec_or_metadata_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
+    """MODIFIED only when the metadata or the spec (its generation) changed; status changes are dropped."""
+    if event_type != "MODIFIED":
+        return True
+    return old is not None and _metadata_changed(obj, old)
 
 
 def _available(obj: Obj) -> tuple[Any, ...] | None:

@@ -15,12 +15,19 @@ from kubernetes_asyncio.client import Configuration
 
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.autoscaler import controller as autoscaler_controller
+from ome.controllers.autoscaler.reconciler import Features
 from ome.controllers.inferenceservice import controller as isvc_controller
-from ome.controllers.inferenceservice.watch_filters import deployment_changed, pod_changed
+from ome.controllers.inferenceservice.watch_filters import (
+    deployment_changed,
+    pod_changed,
+    spec_or_metadata_changed,
+)
 from ome.framework import transforms
 from ome.framework.client import Client
 from ome.framework.controller import Controller
 from ome.framework.manager import Manager, ManagerOptions
+from ome.framework.reconcile import Request
 from ome.resolution import naming
 
 Obj = dict[str, Any]
@@ -136,3 +143,45 @@ async def test_the_controller_enqueues_only_events_that_can_change_its_output(
     assert len(controller.queue) == 0
     informer._notify("MODIFIED", loud, quiet)
     assert len(controller.queue) == 1
+
+
+def test_spec_or_metadata_changed_drops_status_only_updates() -> None:
+    old = deployment()
+    progressed = next_version(old)
+    progressed["status"]["conditions"][1] = {"type": "Available", "status": "True"}
+    assert not spec_or_metadata_changed("MODIFIED", progressed, old), "the autoscaler reads no status"
+    scaled = next_version(old)
+    scaled["metadata"]["generation"] = 2
+    assert spec_or_metadata_changed("MODIFIED", scaled, old)
+    annotated = next_version(old)
+    annotated["metadata"]["annotations"] = {"a": "b"}
+    assert spec_or_metadata_changed("MODIFIED", annotated, old)
+    assert spec_or_metadata_changed("ADDED", old, None)
+    assert spec_or_metadata_changed("DELETED", old, None)
+
+
+async def test_the_autoscaler_controller_skips_deployment_and_budget_status_but_not_the_hpas() -> None:
+    async with Client.from_configuration(Configuration(host="http://127.0.0.1:9")) as client:
+        manager = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
+                                                 install_signal_handlers=False))
+        features = Features(keda_served=False, policy_enabled=False)
+        controller = autoscaler_controller.add_to_manager(manager, InferenceServiceConfig(), features=features)
+        deployments = manager.cache.informer_for(resources.DEPLOYMENTS,
+                                                 label_selector=autoscaler_controller.CHILD_SELECTOR)
+        old = deployment()  # owned by svc
+        progressed = next_version(old)
+        progressed["status"]["readyReplicas"] = 1
+        deployments._notify("MODIFIED", progressed, old)
+        for res, kind in ((resources.PDBS, "PodDisruptionBudget"), (resources.HPAS, "HorizontalPodAutoscaler")):
+            owner = {**OWNER, "name": kind.lower()}  # one service each, so the queue keeps them apart
+            child = {"metadata": {"name": "x", "namespace": "ns", "resourceVersion": "1", "generation": 1,
+                                  "ownerReferences": [owner]}, "kind": kind, "status": {}}
+            moved = next_version(child)
+            moved["status"] = {"currentHealthy": 1} if kind == "PodDisruptionBudget" else {"currentReplicas": 1}
+            manager.cache.informer_for(res)._notify("MODIFIED", moved, child)
+        assert len(controller.queue) == 1, "of the three status updates only the HPA's is reported"
+        assert await controller.queue.get() == Request("ns", "horizontalpodautoscaler")
+        scaled = next_version(progressed)
+        scaled["metadata"]["generation"] = 2  # kubectl scale: held or floored by the autoscaler
+        deployments._notify("MODIFIED", scaled, progressed)
+        assert await controller.queue.get() == Request("ns", "svc")
