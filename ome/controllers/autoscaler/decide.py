@@ -23,7 +23,7 @@ from typing import Any, Final
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.framework.timefmt import parse_time
 from ome.resolution import autoscaler_objects as scalers
-from ome.resolution import autoscaling, disruption, modes, naming, omenative
+from ome.resolution import autoscaling, components, disruption, modes, naming, omenative
 from ome.resolution.autoscaling import Bounds, Resolution
 from ome.resolution.components import ComponentPlan
 
@@ -210,6 +210,25 @@ def inputs_for(
         annotations=dict(plan.annotations),
         pod_selector=selector, pods_per_instance=pods, **observed,
     )
+
+
+def initial_replicas(isvc: Mapping[str, Any], plan: ComponentPlan, runtime_spec: Mapping[str, Any],
+                     config: InferenceServiceConfig) -> int | None:
+    """The count an OMENative replica is created with: the one `_scale_to` would set on a replica
+    created without it (minReplicas, at least 1), so the create needs no `/scale` write after it.
+    None for other modes, or when the bounds do not resolve (decide reports that)."""
+    if plan.mode != modes.OMENATIVE:
+        return None
+    try:
+        bounds = autoscaling.replica_bounds(
+            component=plan.component, mode=plan.mode,
+            isvc_component=(isvc.get("spec") or {}).get(plan.component) or {},
+            runtime_component=runtime_spec.get(components.RUNTIME_CONFIG_KEYS[plan.component]) or {},
+            defaults=config.deploy.replicas,
+        )
+    except autoscaling.AutoscalingError:
+        return None
+    return autoscaling.floor_for_mode(plan.mode, bounds.min)
 
 
 def desired_objects(isvc: Mapping[str, Any], plan: ComponentPlan, runtime_component: Mapping[str, Any],

@@ -8,6 +8,12 @@ object: an out-of-band `kubectl edit` of the engine's image is repaired by the n
 them, and ignores status and the fields others add). A settled child matches on both, so a no-op
 reconcile makes zero API writes, also while kube-controller-manager keeps updating its status.
 
+A field set only at create (`create_only`: an InferenceReplica's spec.replicas, which the autoscaler owns
+afterwards) is left out of the hash and of the comparison. Once the object exists, a later apply states
+the value the cached object holds, with the cached resourceVersion as a precondition: server-side apply
+would otherwise drop a field this manager set at create and no longer sends, and the precondition keeps
+a count someone changed meanwhile from being written back (409: requeued, decided again).
+
 Should the apiserver still not hold a field as applied right after our own apply (a mutating webhook,
 a normalisation drift.py does not know), that field is not compared again for this object and hash:
 comparing it would re-apply on every reconcile. The fact is logged once.
@@ -104,9 +110,15 @@ def resource_of(obj: Mapping[str, Any]) -> Resource:
 
 
 async def converge(
-    writer: Writer, desired: Obj, cached: Mapping[str, Any] | None, tolerated: Tolerated | None = None
+    writer: Writer,
+    desired: Obj,
+    cached: Mapping[str, Any] | None,
+    tolerated: Tolerated | None = None,
+    *,
+    create_only: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> bool:
-    """Apply `desired` unless the cached copy already matches it; True when it wrote."""
+    """Apply `desired` unless the cached copy already matches it; True when it wrote. `create_only`
+    ({section: {field: value}}) is sent with the create only (see the module docstring)."""
     tolerated = tolerated or TOLERATED
     stamped = stamp(desired)
     why = reasons(stamped, cached, tolerated)
@@ -117,10 +129,31 @@ async def converge(
         log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
     else:
         log.info("Repairing drifted child", kind=stamped["kind"], child=meta["name"], fields=why[:10])
-    applied = await writer.apply(resource_of(stamped), stamped, field_manager=FIELD_MANAGER, force=True)
+    body = with_create_only(stamped, cached, create_only) if create_only else stamped
+    applied = await writer.apply(resource_of(stamped), body, field_manager=FIELD_MANAGER, force=True)
     if isinstance(applied, Mapping):
         tolerated.record(stamped, applied)
     return True
+
+
+def with_create_only(
+    stamped: Obj, cached: Mapping[str, Any] | None, create_only: Mapping[str, Mapping[str, Any]]
+) -> Obj:
+    """The apply body: the create-only fields at create; later, the values the cached object holds
+    for them (absent ones stay unsent) under a resourceVersion precondition."""
+    body = {**stamped, "metadata": dict(stamped["metadata"])}
+    kept = False
+    for section, fields in create_only.items():
+        merged = dict(body.get(section) or {})
+        for name, value in fields.items():
+            if cached is None:
+                merged[name] = value
+            elif (have := (cached.get(section) or {}).get(name)) is not None:
+                merged[name], kept = have, True
+        body[section] = merged
+    if kept and cached is not None and (version := (cached.get("metadata") or {}).get("resourceVersion")):
+        body["metadata"]["resourceVersion"] = version
+    return body
 
 
 def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str]:

@@ -49,6 +49,7 @@ from ome.api import resources
 from ome.api.resources import Resource
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.autoscaler.decide import initial_replicas
 from ome.controllers.inferenceservice import converge, routing, runtime_pinning, status, ttl
 from ome.controllers.rolloutcoordination import condition as coordination_condition
 from ome.framework import errors
@@ -299,7 +300,8 @@ class InferenceServiceReconciler:
             raise RetryError(exc.message) from exc
         # The external Service depends on the plans only: it is applied while the components are.
         (done, failure), port = await asyncio.gather(
-            self._reconcile_components(isvc, plans), self._reconcile_external_service(isvc, plans)
+            self._reconcile_components(isvc, plans, runtime_obj.get("spec") or {}),
+            self._reconcile_external_service(isvc, plans),
         )
         ingress_state, traffic = await self._reconcile_ingress(isvc, done, format_time(now))
         await self._delete_removed(isvc, {plan.component for plan in plans})
@@ -426,7 +428,7 @@ class InferenceServiceReconciler:
         await self._write_status(isvc, _keep_model_status(isvc, computed, has_model))
 
     async def _reconcile_components(
-        self, isvc: Obj, plans: Sequence[ComponentPlan]
+        self, isvc: Obj, plans: Sequence[ComponentPlan], runtime_spec: Mapping[str, Any]
     ) -> tuple[list[ComponentPlan], Exception | None]:
         """Converge components in order; stop at the first that fails and return it as the error."""
         done: list[ComponentPlan] = []
@@ -445,8 +447,13 @@ class InferenceServiceReconciler:
             identity = [obj for obj in desired if obj["kind"] in _IDENTITY_KINDS]
             for obj in identity:
                 await converge.converge(self._writer, obj, self._cached(obj))
-            await asyncio.gather(*(converge.converge(self._writer, obj, self._cached(obj))
-                                   for obj in desired if obj["kind"] not in _IDENTITY_KINDS))
+            # An OMENative replica is created with the count the autoscaler would set (no /scale after).
+            initial = initial_replicas(isvc, plan, runtime_spec, self._config)
+            counted = {"spec": {"replicas": initial}} if initial is not None else None
+            await asyncio.gather(*(
+                converge.converge(self._writer, obj, self._cached(obj),
+                                  create_only=counted if obj["kind"] == "InferenceReplica" else None)
+                for obj in desired if obj["kind"] not in _IDENTITY_KINDS))
             done.append(plan)
         return done, None
 

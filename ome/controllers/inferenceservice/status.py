@@ -12,9 +12,11 @@ an identical status and the reconciler writes nothing.
 The first status of a new service is held back while its workloads are known to be coming up
 (`first_write_deferral`): every step of a start (the Deployment or replica created, its Instances
 created, a serving gate opened) would otherwise be one status write, and a service that starts normally
-reports once, when it is Ready. A failure signal (a pod's main container failing, a Deployment past its
-progress deadline, a replica reporting a failed Instance or any problem condition, a runtime, overlay or
-ingress problem) or the grace period `FIRST_STATUS_GRACE` since creation writes it at once.
+reports once, when it is Ready (an OMENative one once its ready Instances also serve: the gate opening
+is the last step, a kubelet status round after readiness). A failure signal (a pod's main container
+failing, a Deployment past its progress deadline, a replica reporting a failed Instance or any problem
+condition, a runtime, overlay or ingress problem) or the grace period `FIRST_STATUS_GRACE` since
+creation writes it at once.
 """
 
 from __future__ import annotations
@@ -242,21 +244,32 @@ def first_write_deferral(
             return None  # ingress, runtime or a foreign condition not True: a problem to report now
         if cond.get("reason") not in _STARTING_REASONS:
             return None
-    if all(c.get("type") != READY or c.get("status") == "True" for c in computed.get("conditions") or ()):
-        return None  # Ready: the one write this holds back for
     if (computed.get("modelStatus") or {}).get("transitionStatus") == "BlockedByFailedLoad":
         return None
+    settling = False
     for plan in observed.plans:
         workload = observed.workloads.get(plan.component)
         if plan.mode not in (modes.RAW_DEPLOYMENT, modes.OMENATIVE):
             return None
         if workload is not None and not _starting(plan.mode, workload):
             return None
+        settling = settling or (plan.mode == modes.OMENATIVE and _gates_opening(workload))
+    conditions = computed.get("conditions") or ()
+    ready = any(c.get("type") == READY and c.get("status") == "True" for c in conditions)
+    if ready and not settling:
+        return None  # Ready: the one write this holds back for
     try:
         age = (now - parse_time(str(created))).total_seconds()
     except ValueError:
         return None
     return FIRST_STATUS_GRACE - age if age < FIRST_STATUS_GRACE else None
+
+
+def _gates_opening(replica: Mapping[str, Any] | None) -> bool:
+    """Instances ready and not yet serving: their serving gates were just opened, and the replica's
+    next status (serving and available counts) follows within a kubelet status round."""
+    status = (replica or {}).get("status") or {}
+    return int(status.get("readyReplicas") or 0) > int(status.get("servingReplicas") or 0)
 
 
 def _starting(mode: str, workload: Mapping[str, Any]) -> bool:

@@ -132,3 +132,40 @@ def test_a_deployment_event_that_ends_the_hold_reaches_the_controller() -> None:
     # A reason or message change of a condition that stays True is not one.
     moved = {**PROGRESSING, "reason": "ReplicaSetUpdated", "message": "progressing"}
     assert not watch_filters.deployment_changed("MODIFIED", dep(moved), dep(PROGRESSING))
+
+
+def _replica_status(world: FakeWorld, **counts: Any) -> None:
+    replica = world.get_or_none(r.INFERENCE_REPLICAS, "llama-engine", "demo")
+    assert replica is not None
+    replica["status"] = dict(counts)
+
+
+async def test_an_omenative_service_reports_once_its_ready_instances_serve() -> None:
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc(deploymentMode="OMENative"))
+    reconciler = make_reconciler(world, FakeRecorder(), now=CREATED + timedelta(seconds=10))
+    await reconciler.reconcile(REQ)
+    assert world.get_or_none(r.INFERENCE_REPLICAS, "llama-engine", "demo") is not None
+    for step in ({"replicas": 1}, {"replicas": 1, "readyReplicas": 1}):  # created; ready, gate just opened
+        _replica_status(world, **step)
+        assert (await reconciler.reconcile(REQ)).requeue_after is not None
+        assert _status_writes(world) == 0
+    _replica_status(world, replicas=1, readyReplicas=1, servingReplicas=1, availableReplicas=1)
+    assert (await reconciler.reconcile(REQ)).requeue_after is None
+    assert _status_writes(world) == 1
+    written = _isvc_status(world)
+    assert (_cond(written, "Ready")["status"], _cond(written, "EngineReady")["reason"]) == ("True", "Ready")
+    assert written["components"]["engine"]["lifecycle"]["servingReplicas"] == 1
+
+
+async def test_a_failed_instance_is_reported_at_once() -> None:
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc(deploymentMode="OMENative"))
+    reconciler = make_reconciler(world, FakeRecorder(), now=CREATED + timedelta(seconds=10))
+    await reconciler.reconcile(REQ)
+    _replica_status(world, replicas=1, conditions=[
+        {"type": "Ready", "status": "False", "reason": "InstanceFailed",
+         "message": "At least one Instance has Phase=Failed"}])
+    await reconciler.reconcile(REQ)
+    assert _status_writes(world) == 1
+    assert _cond(_isvc_status(world), "EngineReady")["reason"] == "InsufficientAvailable"
