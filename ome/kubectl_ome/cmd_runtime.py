@@ -12,7 +12,8 @@ from typing import Any, Final
 
 from ome.api import resources
 from ome.framework import errors
-from ome.kubectl_ome import effective, explain, fetch, guarded, runtime_tree, snapshot
+from ome.framework.client import Client
+from ome.kubectl_ome import effective, explain, explain_context, fetch, guarded, runtime_tree, snapshot
 from ome.kubectl_ome.connection import add_ome_namespace
 from ome.kubectl_ome.context import PAUSED, RUNTIME_SYNC, Ctx, read_for_action, read_isvc
 from ome.kubectl_ome.failures import READ_FAILED, CliError, Conflict, Refused
@@ -45,6 +46,12 @@ def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--model", help="Explain selection for this BaseModel/ClusterBaseModel")
     p.add_argument("--isvc", help="Explain selection for this InferenceService's model")
+    add_ome_namespace(p)
+    p.add_argument(
+        "--with-effective",
+        action="store_true",
+        help="Append bounded effective context for --isvc (auto scan: 1,000 items/2 pages)",
+    )
     p.set_defaults(handler=runtime_explain)
     p = add_command(
         sub,
@@ -98,6 +105,26 @@ def register(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=runtime_sync)
 
 
+async def collect_effective(
+    client: Client, isvc: Obj, ome_namespace: str
+) -> tuple[fetch.LiveRuntime, effective.Effective]:
+    """The Live runtime (selected when spec.runtime names none, merged with its parents) and the
+    `runtime effective` report over it and the revisions the service names in `ome_namespace`."""
+    live = await fetch.read_live_runtime(client, isvc)
+    ref = (isvc.get("spec") or {}).get("runtime") or {}
+    revisions: dict[str, Obj | str] = {}
+    for name in {ref.get("revision"), (isvc.get("status") or {}).get(rr.PINNED_FIELD)} - {None, ""}:
+        try:
+            revisions[str(name)] = await client.get(resources.CONTROLLER_REVISIONS, str(name), ome_namespace)
+        except (errors.ApiError, TimeoutError) as exc:
+            reason = snapshot.failure_reason(exc)
+            revisions[str(name)] = {"TimedOut": "Unreadable"}.get(reason, reason)
+    report = effective.build(
+        isvc, live.read, revisions, inheritance_issue=live.inheritance_failed, chain=live.chain
+    )
+    return live, report
+
+
 async def runtime_effective(ctx: Ctx, args: argparse.Namespace) -> str:
     if not snapshot.valid_name(args.name):
         raise CliError(f'InferenceService name "{args.name}" is invalid: must be a DNS-1123 subdomain')
@@ -107,20 +134,7 @@ async def runtime_effective(ctx: Ctx, args: argparse.Namespace) -> str:
         raise CliError(f'get InferenceService: inferenceservices.ome.io "{args.name}" not found') from None
     except errors.ApiError as exc:
         raise CliError(f"get InferenceService: {exc.message or exc}") from None
-    live = await fetch.read_live_runtime(ctx.client, isvc)
-    ref = (isvc.get("spec") or {}).get("runtime") or {}
-    revisions: dict[str, Obj | str] = {}
-    for name in {ref.get("revision"), (isvc.get("status") or {}).get(rr.PINNED_FIELD)} - {None, ""}:
-        try:
-            revisions[str(name)] = await ctx.client.get(
-                resources.CONTROLLER_REVISIONS, str(name), args.ome_namespace
-            )
-        except (errors.ApiError, TimeoutError) as exc:
-            reason = snapshot.failure_reason(exc)
-            revisions[str(name)] = {"TimedOut": "Unreadable"}.get(reason, reason)
-    report = effective.build(
-        isvc, live.read, revisions, inheritance_issue=live.inheritance_failed, chain=live.chain
-    )
+    _, report = await collect_effective(ctx.client, isvc, args.ome_namespace)
     if args.output in ("json", "yaml"):
         return render(effective.effective_document(isvc, report), args.output)
     if args.output == "wide":
@@ -128,10 +142,22 @@ async def runtime_effective(ctx: Ctx, args: argparse.Namespace) -> str:
     return effective.format_effective(effective.effective_rows(report))
 
 
+async def _effective_context(ctx: Ctx, isvc: Obj, ome_namespace: str) -> list[tuple[str, str, str]]:
+    """The explain command's effective context; any failure to collect it leaves only its two rows
+    (never the error, whose text may carry credentials). An interrupt is no failure: it propagates."""
+    try:
+        live, report = await collect_effective(ctx.client, isvc, ome_namespace)
+    except Exception:  # noqa: BLE001 - documented: the context degrades, the command still succeeds
+        return explain_context.unavailable_rows()
+    return explain_context.context_rows(live, report)
+
+
 async def runtime_explain(ctx: Ctx, args: argparse.Namespace) -> str:
     client, namespace = ctx.client, ctx.namespace
     if bool(args.model) == bool(args.isvc):
         raise CliError("exactly one of --model or --isvc is required")
+    if args.with_effective and not args.isvc:
+        raise CliError(explain_context.REQUIRES_ISVC)
     isvc: Obj | None = None
     model_name = args.model
     if args.isvc:
@@ -150,10 +176,16 @@ async def runtime_explain(ctx: Ctx, args: argparse.Namespace) -> str:
     )
     if len(local) + len(cluster) > explain.COLLECTION_LIMIT:
         raise CliError("runtime candidate snapshot exceeds the CLI collection limit")
+    table = ""
     if not local and not cluster:
-        print(explain.NO_RUNTIMES, file=ctx.terminal.stderr)
-        return ""
-    return explain.format_explain(explain.explain(local, cluster, model, isvc))
+        no_runtimes = explain_context.NO_RUNTIMES if args.with_effective else explain.NO_RUNTIMES
+        print(no_runtimes, file=ctx.terminal.stderr)
+    else:
+        table = explain.format_explain(explain.explain(local, cluster, model, isvc))
+    if not args.with_effective or isvc is None:
+        return table
+    rows = await _effective_context(ctx, isvc, args.ome_namespace)
+    return explain_context.append_context(table, rows)
 
 
 # --- tree ---------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from ome.api.resources import (
 )
 from ome.framework import errors
 from ome.framework.client import Client
+from ome.kubectl_ome import snapshot
 from ome.kubectl_ome.effective import RuntimeRead, runtime_ref
 from ome.kubectl_ome.instances import REJECTED, SOURCE_UNAVAILABLE, ReplicaRead
 from ome.omenative.instance_names import ISVC_LABEL
@@ -203,20 +204,45 @@ async def read_pod_names(client: Client, namespace: str, isvc: str) -> tuple[lis
 # --- the Live runtime: selection and inheritance -------------------------------------------------
 
 SELECTION_LIMIT: Final = 1000
+SELECTION_PAGE: Final = 500
+SELECTION_PAGES: Final = 2
+CHAIN_REASONS: Final[Mapping[str, str]] = {
+    "ParentNotFound": "NotFound",
+    "InheritanceCycle": "Cycle",
+    "MaxDepthExceeded": "MaxDepthExceeded",
+}
+"""InheritanceReady reasons as the CLI names why it could not observe a chain."""
 
 
 @dataclass(slots=True)
 class LiveRuntime:
-    """The runtime behind a service with its merged (inherited) spec, root-first chain, and whether the
-    chain failed to resolve."""
+    """The runtime behind a service with its merged (inherited) spec, its root-first chain, and whether
+    the chain was observed: `inheritance` is Observed, Unavailable (with `inheritance_reason`: NotFound,
+    Forbidden, Cycle, MaxDepthExceeded, Unreadable), or empty when the service has no runtime to look for."""
 
     read: RuntimeRead
     chain: list[str] = field(default_factory=list)
-    inheritance_failed: bool = False
+    inheritance: str = ""
+    inheritance_reason: str | None = None
+
+    @property
+    def inheritance_failed(self) -> bool:
+        return self.inheritance == "Unavailable"
+
+
+def _unobserved(read: RuntimeRead, reason: str | None) -> LiveRuntime:
+    return LiveRuntime(read, [], "Unavailable", reason or "Unreadable")
+
+
+async def _candidates(client: Client, res: Any, namespace: str | None) -> snapshot.PagedRead:
+    return await snapshot.paged_list(client, res, namespace, page_size=SELECTION_PAGE,
+                                     page_limit=SELECTION_PAGES, request_limit=SELECTION_PAGES,
+                                     keep=SELECTION_LIMIT)
 
 
 async def _select(client: Client, isvc: Mapping[str, Any]) -> RuntimeRead:
-    """The runtime OME's automatic selection picks for the service's model (`runtime explain`)."""
+    """The runtime OME's automatic selection picks for the service's model (`runtime explain`), from
+    at most SELECTION_LIMIT runtimes read in at most two pages of each kind; more is Unreadable."""
     from ome.api.resources import BASE_MODELS, CLUSTER_BASE_MODELS
     from ome.kubectl_ome import explain
 
@@ -227,29 +253,34 @@ async def _select(client: Client, isvc: Mapping[str, Any]) -> RuntimeRead:
             model = await client.get(BASE_MODELS, model_name, namespace)
         except errors.NotFound:
             model = await client.get(CLUSTER_BASE_MODELS, model_name)
-        local, _ = await client.list(SERVING_RUNTIMES, namespace, limit=500)
-        cluster, _ = await client.list(CLUSTER_SERVING_RUNTIMES, limit=500)
-    except errors.NotFound:
-        return RuntimeRead(None, None, "NotFound", selection="Selected")
-    except (errors.Forbidden, errors.Unauthorized):
-        return RuntimeRead(None, None, "Forbidden", selection="Selected")
-    except errors.ApiError:
+    except errors.ApiError as exc:
+        return RuntimeRead(None, None, _failure(snapshot.failure_reason(exc)), selection="Selected")
+    local = await _candidates(client, SERVING_RUNTIMES, namespace)
+    cluster = await _candidates(client, CLUSTER_SERVING_RUNTIMES, None)
+    for read in (local, cluster):
+        if read.failure is not None:
+            return RuntimeRead(None, None, _failure(read.failure), selection="Selected")
+    if local.truncated or cluster.truncated or len(local.items) + len(cluster.items) > SELECTION_LIMIT:
         return RuntimeRead(None, None, "Unreadable", selection="Selected")
-    if len(local) + len(cluster) > SELECTION_LIMIT:
-        return RuntimeRead(None, None, "Unreadable", selection="Selected")
-    chosen = next((r for r in explain.explain(local, cluster, model, isvc) if r.compatible), None)
+    chosen = next((r for r in explain.explain(local.items, cluster.items, model, isvc) if r.compatible), None)
     if chosen is None:
         return RuntimeRead(None, None, "NotFound", selection="Selected")
     pool, kind = (
-        (local, "ServingRuntime") if chosen.scope == "Namespaced" else (cluster, "ClusterServingRuntime")
+        (local.items, "ServingRuntime") if chosen.scope == "Namespaced"
+        else (cluster.items, "ClusterServingRuntime")
     )
     obj = next(o for o in pool if _name(o) == chosen.runtime)
     return RuntimeRead(runtime_ref(kind, chosen.runtime, namespace), obj, None, "Selected")
 
 
+def _failure(reason: str) -> str:
+    """A failed read as a view's REASON: a timeout is Unreadable there."""
+    return "Unreadable" if reason == "TimedOut" else reason
+
+
 async def read_live_runtime(client: Client, isvc: Mapping[str, Any]) -> LiveRuntime:
     """The Live view's runtime: the one spec.runtime names (or selection picks), merged with the
-    runtimes it inherits from (at most runtime_inheritance.MAX_DEPTH reads)."""
+    runtimes it inherits from (at most runtime_inheritance.MAX_DEPTH reads) by the resolver's merge."""
     from ome.kubectl_ome.runtime_tree import SnapshotReader
     from ome.resolution import runtime_inheritance as ri
 
@@ -261,7 +292,7 @@ async def read_live_runtime(client: Client, isvc: Mapping[str, Any]) -> LiveRunt
     else:
         return LiveRuntime(RuntimeRead(None, None, "NotConfigured"))
     if read.obj is None:
-        return LiveRuntime(read)
+        return _unobserved(read, read.reason)
     kind = "ServingRuntime" if str(read.ref).startswith("SR/") else "ClusterServingRuntime"
     obj = dict(read.obj)
     cluster: list[Obj] = []
@@ -269,6 +300,8 @@ async def read_live_runtime(client: Client, isvc: Mapping[str, Any]) -> LiveRunt
     (local if kind == "ServingRuntime" else cluster).append(obj)
     current, current_kind = obj, kind
     namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    unread: str | None = None
+    """Why a parent could not be read, when it failed otherwise than NotFound."""
     for _ in range(ri.MAX_DEPTH):
         parent = ri.parent_name(current)
         if not parent or parent in {_name(o) for o in cluster + local}:
@@ -279,7 +312,10 @@ async def read_live_runtime(client: Client, isvc: Mapping[str, Any]) -> LiveRunt
                 continue
             try:
                 found = await client.get(res, parent, ns)
-            except errors.ApiError:
+            except errors.NotFound:
+                continue
+            except errors.ApiError as exc:
+                unread = _failure(snapshot.failure_reason(exc))
                 continue
             (local if res.namespaced else cluster).append(found)
             current_kind = "ServingRuntime" if res.namespaced else "ClusterServingRuntime"
@@ -289,10 +325,12 @@ async def read_live_runtime(client: Client, isvc: Mapping[str, Any]) -> LiveRunt
         current = found
     try:
         links = ri.chain(SnapshotReader(cluster, local), kind, obj)
-    except ri.InheritanceError:
-        unavailable = RuntimeRead(read.ref, None, "NotFound", read.selection)
-        return LiveRuntime(unavailable, [], True)
+    except ri.InheritanceError as exc:
+        reason = CHAIN_REASONS.get(exc.reason, "Unreadable")
+        if reason == "NotFound" and unread is not None:
+            reason = unread
+        return _unobserved(RuntimeRead(read.ref, None, "NotFound", read.selection), reason)
     merged = dict(obj)
     merged["spec"] = ri.merged_spec([link.obj.get("spec") or {} for link in links])
     chain = [runtime_ref(link.kind, link.name, namespace) for link in links]
-    return LiveRuntime(RuntimeRead(read.ref, merged, read.reason, read.selection), chain)
+    return LiveRuntime(RuntimeRead(read.ref, merged, read.reason, read.selection), chain, "Observed")
