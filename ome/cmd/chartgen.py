@@ -10,18 +10,26 @@ generator only turns chosen fields into values:
 | `ome.controller.leaderElection.{leaseDuration,renewDeadline,retryPeriod}` | `--leader-elect-*` timing |
 | `ome.controller.kubeApiQps`, `.kubeApiBurst` | `--kube-api-qps`, `--kube-api-burst` |
 | `ome.controller.inferenceserviceMaxConcurrentReconciles`, `...inferencereplica...` | concurrency |
-| `ome.inferenceserviceConfig` | every key of the `inferenceservice-config` ConfigMap |
-| `ome.controller.coordination` | its `coordination` entry (config/chart/coordination.yaml; null: none) |
+| `ome.controller.quotaAcceleratorResources` | `--accelerator-resources=a,b` (empty: no flag, all governed) |
+| `ome.inferenceserviceConfig` | every key of the `inferenceservice-config` ConfigMap, as JSON strings |
+| `ome.controller.lifecycle` | its `lifecycle` entry (config/'s keys and config/chart/lifecycle.yaml's) |
+| `ome.controller.rollout` | its `rollout` entry (`defaultReadyTimeout`, config/chart/controller.yaml) |
+| `ome.controller.coordination` | its `coordination` entry (config/chart/coordination.yaml) |
+| `ome.omeAgent.{image,tag,metadataJob.*}` | its `omeAgent` entry, v1.3's form (`image:tag`, the Job keys) |
 | `ome.benchmarkJob.{image,tag,cpuRequest,memoryRequest,cpuLimit,memoryLimit}` | `benchmarkjob-config` |
 | `webhook.certManager.enabled` | cert-manager Issuer, Certificate, CA injection (config/certmanager); |
 | | else the manager's self-signed certificate (`--webhook-cert-bootstrap`, config/default) |
 | `modelAgent.enabled` | the model agent DaemonSet and its RBAC (config/modelagent) |
 
+A structured value (`ome.controller.lifecycle`, `.rollout`, `.coordination`, `ome.omeAgent`) writes its
+entry as Helm's `toJson` does (compact, keys sorted); set to null it writes none, and a JSON string under
+`ome.inferenceserviceConfig` with the same key (the pre-v1.3 way) is used instead.
+
 With the default values, `helm template` renders exactly the objects of `config/default` plus the
-`benchmarkjob-config` ConfigMap, except that the `lifecycle` entry of `inferenceservice-config` also has the
-settings the docs give the chart but not the kustomize manifests (`config/chart/lifecycle.yaml`: the
-migration caps, automatic relocation, the stuck-pod grace); `render_defaults` does the same substitution in
-Python for the unit test.
+`benchmarkjob-config` ConfigMap, except for what the docs give the chart but not the kustomize manifests
+(`config/chart/`): the `lifecycle` keys of lifecycle.yaml, the `rollout` and `coordination` entries;
+`omeAgent` is written in v1.3's flat form. `render_defaults` renders these
+constructs in Python for the unit tests, which check it against the real `helm template`.
 Templates are written as YAML with sentinel strings, replaced by template text afterwards.
 """
 
@@ -39,6 +47,7 @@ from typing import Any, Final
 import yaml
 
 from ome.controllers.benchmarkjob import builder as benchmark
+from ome.resolution import quota_governance
 
 Obj = dict[str, Any]
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -71,6 +80,9 @@ def _parse(text: str) -> list[Obj]:
 
 def _load(*parts: str) -> list[Obj]:
     return _parse(CONFIG.joinpath(*parts).read_text())
+
+
+QUOTA_FLAG: Final = "--accelerator-resources"
 
 
 def _walk_namespaces(node: Any) -> Any:
@@ -140,6 +152,14 @@ def _set(tree: Obj, path: str, value: Any) -> None:
     tree[last] = value
 
 
+# inferenceservice-config entries written from structured values rather than `ome.inferenceserviceConfig`.
+STRUCTURED: Final = ("lifecycle", "omeAgent")
+
+
+def _config_data() -> dict[str, str]:
+    return dict(next(d for d in _load("configmap", "inferenceservice-config.yaml"))["data"])
+
+
 def default_values() -> Obj:
     deployment = _manager_doc()
     args = _args(deployment)
@@ -149,9 +169,17 @@ def default_values() -> Obj:
     for flag, path in ARG_VALUES.items():
         raw = _arg(args, flag)
         _set(values, path, int(raw) if raw.isdigit() else raw)
-    config = next(d for d in _load("configmap", "inferenceservice-config.yaml"))
-    values["ome"]["inferenceserviceConfig"] = chart_config_data(config["data"])
-    values["ome"]["controller"]["coordination"] = chart_coordination()
+    data = _config_data()
+    controller = values["ome"]["controller"]
+    controller["quotaAcceleratorResources"] = list(quota_governance.parse_resources(_arg(args, QUOTA_FLAG)))
+    values["ome"]["inferenceserviceConfig"] = {k: v for k, v in data.items() if k not in STRUCTURED}
+    controller["lifecycle"] = {**json.loads(data.get("lifecycle") or "{}"), **chart_lifecycle()}
+    controller["rollout"] = dict(chart_controller()["rollout"])
+    controller["coordination"] = chart_coordination()
+    agent = json.loads(data["omeAgent"])
+    agent_image, _, agent_tag = agent["image"].rpartition(":")
+    values["ome"]["omeAgent"] = {"image": agent_image, "tag": agent_tag,
+                                 "metadataJob": dict(agent.get("metadataJob") or {})}
     bench = benchmark.PodConfig()
     image, _, tag = bench.image.rpartition(":")
     values["ome"]["benchmarkJob"] = {"image": image, "tag": tag, "cpuRequest": bench.cpu_request,
@@ -173,19 +201,44 @@ def chart_coordination() -> Obj:
     return dict(_load("chart", "coordination.yaml")[0])
 
 
-def coordination_json(coordination: Obj) -> str:
-    """What Helm's toJson writes for the value: compact, keys sorted."""
-    return json.dumps(coordination, separators=(",", ":"), sort_keys=True)
+def chart_controller() -> Obj:
+    """config/chart/controller.yaml: the chart's `rollout` value."""
+    return dict(_load("chart", "controller.yaml")[0])
 
 
-def chart_config_data(data: Obj) -> Obj:
-    """inferenceservice-config's data as the chart sets it: config/'s, its `lifecycle` entry with the chart's
-    additions (one key per line, as config/ writes it)."""
-    out = dict(data)
-    merged = {**json.loads(data.get("lifecycle") or "{}"), **chart_lifecycle()}
-    lines = [f"  {json.dumps(k)}: {json.dumps(v, separators=(', ', ': '))}" for k, v in merged.items()]
-    out["lifecycle"] = "{\n" + ",\n".join(lines) + "\n}"
-    return out
+def _go_number(value: Any) -> Any:
+    # Helm reads every YAML number as float64, and Go's encoder writes an integral one without a fraction.
+    if isinstance(value, dict):
+        return {k: _go_number(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_go_number(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def go_json(value: Any) -> str:
+    """What Helm's toJson writes: compact, keys sorted, <, > and & escaped as Go's encoder does."""
+    text = json.dumps(_go_number(value), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+coordination_json = go_json  # the name the e2e test used
+
+
+def chart_entries(values: Obj) -> dict[str, str]:
+    """inferenceservice-config's data as the chart renders it from `values` (the template's logic)."""
+    ome = values["ome"]
+    controller = ome["controller"]
+    entries = {k: str(v) for k, v in (ome.get("inferenceserviceConfig") or {}).items()}
+    for key in ("lifecycle", "rollout", "coordination"):
+        if controller.get(key):
+            entries[key] = go_json(controller[key])
+    agent = ome.get("omeAgent")
+    if agent:
+        entries["omeAgent"] = go_json({**(agent.get("metadataJob") or {}),
+                                       "image": f"{agent['image']}:{agent['tag']}"})
+    return entries
 
 
 # -- templates -----------------------------------------------------------------------------------------
@@ -230,6 +283,8 @@ def _manager_template() -> tuple[str, list[Value]]:
                                 str(arg)))
         else:
             new_args.append(arg)
+    # The quota flag is a list value: rendered only when the list is not empty.
+    new_args = ["HELMBLOCK_QUOTA" if str(a).startswith(QUOTA_FLAG + "=") else a for a in new_args]
     container["args"] = [*new_args, "HELMBLOCK_CERTARG"]
     for mount in container.get("volumeMounts") or []:
         if mount["name"] == "cert":
@@ -243,6 +298,11 @@ def _manager_template() -> tuple[str, list[Value]]:
                   ["- --webhook-cert-bootstrap"], [])
     text = _block(text, "HELMBLOCK_CERTVOLUME", ".Values.webhook.certManager.enabled",
                   _list_item_lines(cert_volume), _list_item_lines({"name": "cert", "emptyDir": {}}))
+    indent = _indent_of(text, "HELMBLOCK_QUOTA")
+    text = text.replace(f"{indent}- HELMBLOCK_QUOTA\n", (
+        f"{indent}{{{{- with .Values.ome.controller.quotaAcceleratorResources }}}}\n"
+        f'{indent}- {{{{ printf "{QUOTA_FLAG}=%s" (join "," .) | quote }}}}\n'
+        f"{indent}{{{{- end }}}}\n"))
     return text, values
 
 
@@ -270,14 +330,30 @@ def _configmap_template() -> str:
     doc = _walk_namespaces(next(d for d in _load("configmap", "inferenceservice-config.yaml")))
     doc["data"] = "HELMVAL_CONFIG"
     text = _dump([doc])
-    return text.replace("data: HELMVAL_CONFIG\n", (
-        "data:\n"
-        "  {{- range $key, $value := .Values.ome.inferenceserviceConfig }}\n"
-        "  {{ $key }}: {{ $value | toString | quote }}\n"
-        "  {{- end }}\n"
-        "  {{- with .Values.ome.controller.coordination }}\n"
-        "  coordination: {{ toJson . | quote }}\n"
-        "  {{- end }}\n"))
+    return text.replace("data: HELMVAL_CONFIG\n", "data:\n" + _ENTRIES_TEMPLATE)
+
+
+# The data of inferenceservice-config; chart_entries is the same logic in Python.
+_ENTRIES_TEMPLATE: Final = """\
+  {{- $entries := deepCopy (.Values.ome.inferenceserviceConfig | default dict) }}
+  {{- with .Values.ome.controller.lifecycle }}
+  {{- $_ := set $entries "lifecycle" (toJson .) }}
+  {{- end }}
+  {{- with .Values.ome.controller.rollout }}
+  {{- $_ := set $entries "rollout" (toJson .) }}
+  {{- end }}
+  {{- with .Values.ome.controller.coordination }}
+  {{- $_ := set $entries "coordination" (toJson .) }}
+  {{- end }}
+  {{- with .Values.ome.omeAgent }}
+  {{- $job := deepCopy (.metadataJob | default dict) }}
+  {{- $_ := set $job "image" (printf "%s:%s" .image (toString .tag)) }}
+  {{- $_ := set $entries "omeAgent" (toJson $job) }}
+  {{- end }}
+  {{- range $key, $value := $entries }}
+  {{ $key }}: {{ $value | toString | quote }}
+  {{- end }}
+"""
 
 
 def _benchmark_template() -> str:
@@ -351,12 +427,14 @@ def charts() -> dict[str, str]:
 # -- a Python rendering of the defaults, for the unit test ------------------------------------------------
 
 def render_defaults(files: dict[str, str] | None = None, *, cert_manager: bool = False,
-                    model_agent: bool = False) -> list[Obj]:
+                    model_agent: bool = False, values: Obj | None = None) -> list[Obj]:
     """What `helm template` gives with the default values (and these two switches), for the constructs this
-    generator writes."""
+    generator writes. `values`: other values for the ConfigMap's entries and the quota flag (the other
+    manager values are rendered with their defaults)."""
     files = files or charts()
     _, manager_values = _manager_template()
-    values = default_values()
+    # As Helm merges user values over the chart's: a null removes the key.
+    values = _without_nulls(values) if values is not None else default_values()
     values["webhook"]["certManager"]["enabled"] = cert_manager
     values["modelAgent"]["enabled"] = model_agent
     manager_values = [Value(v.sentinel, v.template, cert_manager)
@@ -371,6 +449,14 @@ def render_defaults(files: dict[str, str] | None = None, *, cert_manager: bool =
         text = _render_blocks(text, values)
         rendered += _parse(text)
     return rendered
+
+
+def _without_nulls(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_nulls(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list):
+        return [_without_nulls(v) for v in node]
+    return node
 
 
 def _scalar(value: Value) -> str:
@@ -394,18 +480,20 @@ def _render_blocks(text: str, values: Obj) -> str:
             stack[-1] = not stack[-1]
         elif stripped == "{{- end }}" and stack:
             stack.pop()
-        elif stripped.startswith("{{- range $key, $value := .Values.ome.inferenceserviceConfig"):
+        elif stripped.startswith("{{- $entries := "):
+            while not next(lines).strip().startswith("{{- range $key, $value := $entries"):
+                pass
+            next(lines)  # the key line
+            next(lines)  # its end
             if all(stack):
-                config = values["ome"]["inferenceserviceConfig"]
-                out += [f"  {k}: {json.dumps(str(v))}" for k, v in config.items()]
-            next(lines)  # the key line
+                out += [f"  {k}: {json.dumps(v)}" for k, v in sorted(chart_entries(values).items())]
+        elif stripped.startswith("{{- with .Values.ome.controller.quotaAcceleratorResources"):
+            indent = line[: len(line) - len(line.lstrip())]
+            quota = values["ome"]["controller"].get("quotaAcceleratorResources")
+            next(lines)  # the flag line
             next(lines)  # its end
-        elif stripped.startswith("{{- with .Values.ome.controller.coordination"):
-            coordination = values["ome"]["controller"].get("coordination")
-            if all(stack) and coordination:
-                out.append(f"  coordination: {json.dumps(coordination_json(coordination))}")
-            next(lines)  # the key line
-            next(lines)  # its end
+            if all(stack) and quota:
+                out.append(f"{indent}- {json.dumps(QUOTA_FLAG + '=' + ','.join(quota))}")
         elif all(stack):
             out.append(_render_bench(line, values))
     return "\n".join(out) + "\n"
@@ -435,8 +523,13 @@ def config_default_objects() -> list[Obj]:
                   ("webhook", "service.yaml"), ("webhook", "manifests.yaml")):
         docs += copy.deepcopy(_load(*parts))
     config = next(d for d in docs if d["metadata"]["name"] == "inferenceservice-config")
-    config["data"] = chart_config_data(config["data"])
-    config["data"]["coordination"] = coordination_json(chart_coordination())
+    data = config["data"]
+    # config/chart/: the chart's lifecycle keys, rollout and coordination entries; omeAgent in v1.3's form.
+    data["lifecycle"] = go_json({**json.loads(data["lifecycle"]), **chart_lifecycle()})
+    data["rollout"] = go_json(chart_controller()["rollout"])
+    data["coordination"] = go_json(chart_coordination())
+    agent = json.loads(data["omeAgent"])
+    data["omeAgent"] = go_json({**agent.pop("metadataJob", {}), **agent})
     for crd in sorted((CONFIG / "crd").glob("ome.io_*.yaml")):
         for doc in _load("crd", crd.name):
             doc["metadata"]["annotations"][KEEP[0]] = KEEP[1]

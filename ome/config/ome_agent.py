@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DEFAULT_IMAGE: Final = "ghcr.io/moirai-internal/ome-agent:v1.3.0"
 DEFAULT_SERVICE_ACCOUNT: Final = "ome-model-metadata"
@@ -55,6 +55,23 @@ class OmeAgentConfig(_Section):
     image: str = DEFAULT_IMAGE
     """The full reference; the chart joins `ome.omeAgent.image` and `.tag` into it."""
     metadata_job: MetadataJobConfig = Field(default_factory=MetadataJobConfig, alias="metadataJob")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v13_flat_form(cls, data: Any) -> Any:
+        """v1.3 (and its chart, from `ome.omeAgent.metadataJob`) writes the Job's settings beside `image`;
+        they fill `metadataJob`, whose own keys win when both are given."""
+        if not isinstance(data, dict):
+            return data
+        flat = {k: v for k, v in data.items() if k in _JOB_KEYS}
+        if not flat:
+            return data
+        nested = data.get("metadataJob")
+        rest = {k: v for k, v in data.items() if k not in _JOB_KEYS}
+        return {**rest, "metadataJob": {**flat, **(nested if isinstance(nested, dict) else {})}}
+
+
+_JOB_KEYS: Final = frozenset(f.alias or name for name, f in MetadataJobConfig.model_fields.items())
 
 
 __all__ = ["DEFAULT_IMAGE", "DEFAULT_SERVICE_ACCOUNT", "MetadataJobConfig", "OmeAgentConfig"]

@@ -102,11 +102,9 @@ async def test_helm_install_then_minimal_isvc_ready(client: Client, namespace: s
         assert {(r["name"], r["status"]) for r in releases} == {("ome-crd", "deployed"), ("ome", "deployed")}
         deployment = await client.get(resources.DEPLOYMENTS, "ome-controller-manager", RELEASE_NAMESPACE)
         config = await client.get(resources.CONFIGMAPS, "inferenceservice-config", RELEASE_NAMESPACE)
-        values = chartgen.default_values()["ome"]
-        # The chart's ConfigMap: `inferenceserviceConfig` plus the `coordination` entry, a value of its own.
-        expected = {**values["inferenceserviceConfig"],
-                    "coordination": chartgen.coordination_json(values["controller"]["coordination"])}
-        assert config["data"] == expected
+        # The chart's ConfigMap: `inferenceserviceConfig` plus the entries of the structured values
+        # (`ome.controller.lifecycle`, `.rollout`, `.coordination`, `ome.omeAgent`).
+        assert config["data"] == chartgen.chart_entries(chartgen.default_values())
         crd = await client.get(resources.CRDS, "inferenceservices.ome.io")
         assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == "ome-crd"
 

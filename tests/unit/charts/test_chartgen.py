@@ -54,18 +54,27 @@ def test_defaults_render_config_default() -> None:
 def test_every_value_is_a_template_and_the_whole_config_is_values() -> None:
     values = yaml.safe_load((chartgen.CHARTS / "ome-resources" / "values.yaml").read_text())
     config = yaml.safe_load((chartgen.CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
-    assert values["ome"]["inferenceserviceConfig"] == chartgen.chart_config_data(config["data"])
-    chart_only = json.loads(values["ome"]["inferenceserviceConfig"]["lifecycle"])
-    assert chart_only == {**json.loads(config["data"]["lifecycle"]), **chartgen.chart_lifecycle()}
+    # Every entry of config/ is a value: as a JSON string, or structured (lifecycle, omeAgent).
+    structured = set(chartgen.STRUCTURED)
+    assert values["ome"]["inferenceserviceConfig"] == {k: v for k, v in config["data"].items()
+                                                       if k not in structured}
+    lifecycle = values["ome"]["controller"]["lifecycle"]
+    assert lifecycle == {**json.loads(config["data"]["lifecycle"]), **chartgen.chart_lifecycle()}
+    agent = json.loads(config["data"]["omeAgent"])
+    assert f"{values['ome']['omeAgent']['image']}:{values['ome']['omeAgent']['tag']}" == agent["image"]
+    assert values["ome"]["omeAgent"]["metadataJob"] == agent["metadataJob"]
     manager = (chartgen.CHARTS / "ome-resources" / "templates" / "manager.yaml").read_text()
     for path in (".Values.ome.controller.image", ".Values.ome.controller.replicaCount",
                  ".Values.ome.controller.leaderElection.leaseDuration", ".Values.ome.controller.kubeApiQps",
                  ".Values.ome.controller.kubeApiBurst",
                  ".Values.ome.controller.inferenceserviceMaxConcurrentReconciles",
+                 ".Values.ome.controller.quotaAcceleratorResources",
                  ".Values.webhook.certManager.enabled"):
         assert path in manager
-    assert ".Values.ome.inferenceserviceConfig" in (
-        chartgen.CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
+    template = (chartgen.CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
+    for path in (".Values.ome.inferenceserviceConfig", ".Values.ome.controller.lifecycle",
+                 ".Values.ome.controller.rollout", ".Values.ome.controller.coordination", ".Values.ome.omeAgent"):
+        assert path in template
 
 
 def test_cert_manager_switch_renders_config_certmanager() -> None:
