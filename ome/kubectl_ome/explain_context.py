@@ -1,7 +1,8 @@
 """`kubectl ome runtime explain --isvc NAME --with-effective`: the effective context after the selection
 table (pure).
 
-One SCOPE/FIELD/VALUE table under its heading: how the service gets its runtime (SELECTION, SOURCE), whether
+One SCOPE/FIELD/VALUE table under its heading: how the service gets its runtime (SELECTION, SOURCE, `-`
+when there is none; runtime identities cut in the middle to the table's 54 characters), whether
 the CLI could observe the runtime's inheritance chain (INHERITANCE, REASON when it could not, one ROOT-FIRST
 row per runtime from the root), the CAVEAT, then exactly the rows `runtime effective` prints. It is
 collected apart from the selection above and never changes its verdicts; when it cannot be collected at
@@ -13,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from ome.kubectl_ome.effective import Effective, effective_rows, format_effective
+from ome.kubectl_ome.effective import VALUE_WIDTH, Effective, effective_rows, format_effective
 from ome.kubectl_ome.fetch import LiveRuntime
+from ome.kubectl_ome.table import middle_cut
 
 Row = tuple[str, str, str]
 
@@ -30,14 +32,13 @@ UNAVAILABLE: Final = "Unavailable"
 def context_rows(live: LiveRuntime, report: Effective) -> list[Row]:
     """The context's rows: selection and source, the inheritance observation, the caveat, the report."""
     read = live.read
-    rows: list[Row] = [("Service", "SELECTION", read.selection)]
-    if read.ref:
-        rows.append(("Service", "SOURCE", read.ref))
+    rows: list[Row] = [("Service", "SELECTION", read.selection),
+                       ("Service", "SOURCE", middle_cut(read.ref, VALUE_WIDTH) if read.ref else "-")]
     observed = live.inheritance == OBSERVED
     rows.append(("Source", "INHERITANCE", OBSERVED if observed else UNAVAILABLE))
     if not observed:
         rows.append(("Source", "REASON", live.inheritance_reason or read.reason or "Unreadable"))
-    rows += [("Source", "ROOT-FIRST", link) for link in live.chain]
+    rows += [("Source", "ROOT-FIRST", middle_cut(link, VALUE_WIDTH)) for link in live.chain]
     rows.append(("Service", "CAVEAT", CAVEAT))
     return rows + effective_rows(report)
 
@@ -53,8 +54,7 @@ def format_context(rows: Sequence[Row]) -> str:
 
 def append_context(selection_table: str, rows: Sequence[Row]) -> str:
     """The selection table (empty when there were no runtimes), a blank line, then the context."""
-    context = format_context(rows)
-    return f"{selection_table}\n{context}" if selection_table else context
+    return f"{selection_table}\n{format_context(rows)}"
 
 
 __all__ = ["CAVEAT", "HEADING", "NO_RUNTIMES", "REQUIRES_ISVC", "append_context", "context_rows",

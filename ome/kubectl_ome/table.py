@@ -31,3 +31,16 @@ def shorten_end(value: str, limit: int) -> str:
     if len(value) <= limit:
         return value
     return value[: max(limit - 3, 0)] + "..."
+
+
+def middle_cut(value: str, limit: int) -> str:
+    """`value` if it fits in `limit`, else both of its ends around `...` (the start one longer when the
+    room is odd), so a cut resource identity keeps its kind and its name's end."""
+    if len(value) <= limit:
+        return value
+    if limit <= 3:
+        return "..."[:limit]
+    room = limit - 3
+    left = (room + 1) // 2
+    right = room - left
+    return value[:left] + "..." + (value[-right:] if right else "")

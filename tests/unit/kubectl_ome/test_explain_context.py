@@ -176,5 +176,25 @@ async def test_no_runtimes_at_all_still_prints_the_context() -> None:
         del client.objects[key]
     out, err = await run(client, "--isvc", "llama-chat", "--with-effective")
     assert err == f"{explain.EXPLICIT_NOTE}\nNo serving runtimes found for selector.\n"
-    assert out.startswith(HEADING)
-    assert ("Source", "REASON", "NotFound") in context_of(out)
+    assert out.startswith(f"\n{HEADING}")  # the blank line before the context stays
+    rows = context_of(out)
+    assert rows[:4] == [("Service", "SELECTION", "Explicit"), ("Service", "SOURCE", "SR/team-a/vllm-llama"),
+                        ("Source", "INHERITANCE", "Unavailable"), ("Source", "REASON", "NotFound")]
+
+
+async def test_a_selection_that_finds_nothing_has_no_source_and_long_identities_keep_both_ends() -> None:
+    client, _, _ = docs_cluster(runtime={})
+    for key in [k for k in client.objects if k[0] == "clusterservingruntimes"]:
+        del client.objects[key]
+    out, err = await run(client, "--isvc", "llama-chat", "--with-effective")
+    assert err == "No serving runtimes found for selector.\n"
+    assert context_of(out)[:2] == [("Service", "SELECTION", "Selected"), ("Service", "SOURCE", "-")]
+    long_name = "vllm-" + "x" * 60 + "-llama"
+    client, _, _ = docs_cluster(runtime={"name": long_name})
+    runtime = client.objects.pop(("clusterservingruntimes", None, "vllm-llama"))
+    runtime["metadata"]["name"] = long_name
+    client.put(CLUSTER_SERVING_RUNTIMES, runtime)
+    rows = context_of((await run(client, "--isvc", "llama-chat", "--with-effective"))[0])
+    cut = f"CSR/{long_name}"[:26] + "..." + f"CSR/{long_name}"[-25:]
+    assert rows[1] == ("Service", "SOURCE", cut) and ("Source", "ROOT-FIRST", cut) in rows
+    assert len(cut) == 54
