@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import orjson
 
-from ome.kubectl_ome.table import format_table, shorten_end
+from ome.kubectl_ome.table import format_table, middle_cut, shorten_end
 from ome.resolution import modes
 from ome.resolution import runtime_revisions as rr
 from ome.resolution.components import RUNTIME_CONFIG_KEYS, declared_components
@@ -290,12 +290,49 @@ def build(
     )
 
 
+NAMESPACE_WIDTH: Final = 20
+ISSUE_CODE_WIDTH: Final = 28
+TAG_WIDTH: Final = 9
+"""`#` and eight hex digits of the sha256 of the whole identity, which tell apart names cut alike."""
+
+
+def identity_cell(value: str, width: int = VALUE_WIDTH) -> str:
+    """An identity within `width`: whole, or both of its ends around `...` followed by `#<8 hex>`."""
+    value = value or "-"
+    if len(value) <= width:
+        return value
+    tag = hashlib.sha256(value.encode()).hexdigest()[:8]
+    return f"{middle_cut(value, width - TAG_WIDTH)}#{tag}"
+
+
+def runtime_cell(ref: str) -> str:
+    """`CSR/<name>` or `SR/<namespace>/<name>` within the value width: a namespace keeps at most 20
+    characters and the name the rest, each cut as `identity_cell` cuts."""
+    kind, _, rest = ref.partition("/")
+    if kind == "SR" and "/" in rest:
+        namespace, _, name = rest.partition("/")
+        room = VALUE_WIDTH - len(kind) - 2 - NAMESPACE_WIDTH
+        return f"{kind}/{identity_cell(namespace, NAMESPACE_WIDTH)}/{identity_cell(name, room)}"
+    return f"{kind}/{identity_cell(rest, VALUE_WIDTH - len(kind) - 1)}"
+
+
+def issue_cell(issue: str) -> str:
+    """An issue code, or `Code(<revision>)` with each part cut on its own when the whole is too long."""
+    code, paren, revision = issue.partition("(")
+    if not paren or not revision.endswith(")"):
+        return identity_cell(issue)
+    if len(issue) <= VALUE_WIDTH:
+        return issue
+    room = VALUE_WIDTH - ISSUE_CODE_WIDTH - 2
+    return f"{identity_cell(code, ISSUE_CODE_WIDTH)}({identity_cell(revision[:-1], room)})"
+
+
 def _view_rows(view: View) -> list[tuple[str, str, str]]:
     rows = [(view.scope, "STATE", view.state)]
     for field, value in (
         ("REASON", view.reason),
-        ("RUNTIME", view.runtime),
-        ("REVISION", view.revision),
+        ("RUNTIME", runtime_cell(view.runtime) if view.runtime else None),
+        ("REVISION", identity_cell(view.revision) if view.revision else None),
         ("HASH", view.short_hash),
     ):
         if value:
@@ -314,11 +351,12 @@ def effective_rows(report: Effective) -> list[tuple[str, str, str]]:
         ("Service", "DRIFT", report.drift),
         ("Service", "LIVE-RELATION", report.relation),
     ]
-    rows += [("Service", "ISSUE", issue) for issue in report.issues]
+    rows += [("Service", "ISSUE", issue_cell(issue)) for issue in report.issues]
     return rows
 
 
 def format_effective(rows: Sequence[tuple[str, str, str]]) -> str:
+    """The SCOPE/FIELD/VALUE table; a value still past the width keeps its first 51 characters and `...`."""
     return format_table(
         ("SCOPE", "FIELD", "VALUE"), [(s, f, shorten_end(v, VALUE_WIDTH)) for s, f, v in rows]
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,10 @@ from ome.kubectl_ome.effective import (
     build,
     component_modes,
     effective_rows,
+    identity_cell,
+    issue_cell,
     pin_mode,
+    runtime_cell,
     status_freshness,
 )
 from ome.resolution import runtime_revisions as rr
@@ -147,3 +151,28 @@ def test_unconfigured_service() -> None:
     assert ("Live", "REASON", "NotConfigured") in rows
     assert ("Service", "PIN", "AutoSync/Unavailable") in rows
     assert ("Service", "ISSUE", "StatusUnobserved") in rows
+
+
+def test_long_identities_keep_both_ends_and_a_hash_within_54_characters() -> None:
+    """runtime.md, effective output fields: "A long runtime name or namespace, revision name or issue keeps its
+    start and end with `...` between them, followed by `#` and eight hex digits ... Other long values keep
+    their first 51 characters and end in `...`."""
+    def tag(value: str) -> str:
+        return "#" + hashlib.sha256(value.encode()).hexdigest()[:8]
+
+    assert runtime_cell("CSR/vllm-llama") == "CSR/vllm-llama"
+    namespace, name = "team-" + "a" * 30, "vllm-" + "b" * 50
+    cell = runtime_cell(f"SR/{namespace}/{name}")
+    ns_part, name_part = cell.removeprefix("SR/").split("/")
+    assert ns_part == namespace[:4] + "..." + namespace[-4:] + tag(namespace) and len(ns_part) == 20
+    assert name_part.endswith(tag(name)) and name_part.startswith("vllm-") and len(cell) == 54
+    other = runtime_cell(f"SR/{namespace}/{name[:-1]}x")
+    assert other != cell and len(other) == 54  # alike once cut, told apart by the hash
+    revision = "cr-" + "c" * 60 + "-1baf272d"
+    assert identity_cell(revision) == revision[:21] + "..." + revision[-21:] + tag(revision)
+    issue = issue_cell(f"RevisionNotFound({revision})")
+    assert issue == f"RevisionNotFound({identity_cell(revision, 24)})" and len(issue) <= 54
+    assert issue_cell("RevisionNotFound(cr-vllm-llama-1baf272d)") == "RevisionNotFound(cr-vllm-llama-1baf272d)"
+    rows = effective_rows(build(isvc({"runtime": {"name": name}, "engine": {}}),
+                                RuntimeRead(f"CSR/{name}", None, "NotFound"), {}))
+    assert ("Live", "RUNTIME", runtime_cell(f"CSR/{name}")) in rows
