@@ -16,6 +16,8 @@ generator only turns chosen fields into values:
 | `ome.controller.rollout` | its `rollout` entry (`defaultReadyTimeout`, config/chart/controller.yaml) |
 | `ome.controller.coordination` | its `coordination` entry (config/chart/coordination.yaml) |
 | `ome.omeAgent.{image,tag,metadataJob.*}` | its `omeAgent` entry, v1.3's form (`image:tag`, the Job keys) |
+| `ome.omeAgent.{authType,compartmentId,vaultId,region,modelInit.*}` | its `modelInit` and `servingSidecar` |
+| | entries (config/chart/ome_agent.yaml), with the same image |
 | `ome.benchmarkJob.{image,tag,cpuRequest,memoryRequest,cpuLimit,memoryLimit}` | `benchmarkjob-config` |
 | `webhook.certManager.enabled` | cert-manager Issuer, Certificate, CA injection (config/certmanager); |
 | | else the manager's self-signed certificate (`--webhook-cert-bootstrap`, config/default) |
@@ -27,8 +29,8 @@ entry as Helm's `toJson` does (compact, keys sorted); set to null it writes none
 
 With the default values, `helm template` renders exactly the objects of `config/default` plus the
 `benchmarkjob-config` ConfigMap, except for what the docs give the chart but not the kustomize manifests
-(`config/chart/`): the `lifecycle` keys of lifecycle.yaml, the `rollout` and `coordination` entries;
-`omeAgent` is written in v1.3's flat form. `render_defaults` renders these
+(`config/chart/`): the `lifecycle` keys of lifecycle.yaml, the `rollout`, `coordination`, `modelInit` and
+`servingSidecar` entries; `omeAgent` is written in v1.3's flat form. `render_defaults` renders these
 constructs in Python for the unit tests, which check it against the real `helm template`.
 Templates are written as YAML with sentinel strings, replaced by template text afterwards.
 """
@@ -178,7 +180,7 @@ def default_values() -> Obj:
     controller["coordination"] = chart_coordination()
     agent = json.loads(data["omeAgent"])
     agent_image, _, agent_tag = agent["image"].rpartition(":")
-    values["ome"]["omeAgent"] = {"image": agent_image, "tag": agent_tag,
+    values["ome"]["omeAgent"] = {"image": agent_image, "tag": agent_tag, **chart_ome_agent(),
                                  "metadataJob": dict(agent.get("metadataJob") or {})}
     bench = benchmark.PodConfig()
     image, _, tag = bench.image.rpartition(":")
@@ -201,6 +203,17 @@ def chart_coordination() -> Obj:
     return dict(_load("chart", "coordination.yaml")[0])
 
 
+def chart_ome_agent() -> Obj:
+    """config/chart/ome_agent.yaml: the chart's OCI settings and model-init resources under ome.omeAgent."""
+    return dict(_load("chart", "ome_agent.yaml")[0])
+
+
+# The model-init resources from ome.omeAgent.modelInit; the serving sidecar's are fixed, as in v1.3's chart.
+MODEL_INIT_KEYS: Final = ("memoryRequest", "memoryLimit", "cpuRequest", "cpuLimit")
+SERVING_SIDECAR_RESOURCES: Final = {"memoryRequest": "2Gi", "memoryLimit": "4Gi", "cpuRequest": "1",
+                                    "cpuLimit": "2"}
+
+
 def chart_controller() -> Obj:
     """config/chart/controller.yaml: the chart's `rollout` value."""
     return dict(_load("chart", "controller.yaml")[0])
@@ -215,6 +228,16 @@ def _go_number(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+def _go_text(value: Any) -> str:
+    """Sprig's `default "" | toString`."""
+    value = _go_number(value)
+    if not value:
+        return ""
+    if isinstance(value, bool):
+        return "true"
+    return str(value)
 
 
 def go_json(value: Any) -> str:
@@ -236,8 +259,14 @@ def chart_entries(values: Obj) -> dict[str, str]:
             entries[key] = go_json(controller[key])
     agent = ome.get("omeAgent")
     if agent:
-        entries["omeAgent"] = go_json({**(agent.get("metadataJob") or {}),
-                                       "image": f"{agent['image']}:{agent['tag']}"})
+        image = f"{agent['image']}:{_go_text(agent.get('tag'))}"
+        entries["omeAgent"] = go_json({**(agent.get("metadataJob") or {}), "image": image})
+        oci = {key: _go_text(agent.get(key)) for key in ("authType", "compartmentId", "region")}
+        init = {"image": image, "vaultId": _go_text(agent.get("vaultId")), **oci}
+        resources = agent.get("modelInit") or {}
+        init |= {key: _go_text(resources[key]) for key in MODEL_INIT_KEYS if resources.get(key)}
+        entries["modelInit"] = go_json(init)
+        entries["servingSidecar"] = go_json({"image": image, **SERVING_SIDECAR_RESOURCES, **oci})
     return entries
 
 
@@ -346,9 +375,27 @@ _ENTRIES_TEMPLATE: Final = """\
   {{- $_ := set $entries "coordination" (toJson .) }}
   {{- end }}
   {{- with .Values.ome.omeAgent }}
+  {{- $image := printf "%s:%s" .image (.tag | default "" | toString) }}
   {{- $job := deepCopy (.metadataJob | default dict) }}
-  {{- $_ := set $job "image" (printf "%s:%s" .image (toString .tag)) }}
+  {{- $_ := set $job "image" $image }}
   {{- $_ := set $entries "omeAgent" (toJson $job) }}
+  {{- $agent := . }}
+  {{- $oci := dict }}
+  {{- range $key := list "authType" "compartmentId" "region" }}
+  {{- $_ := set $oci $key (index $agent $key | default "" | toString) }}
+  {{- end }}
+  {{- $init := dict "image" $image "vaultId" (.vaultId | default "" | toString) }}
+  {{- $resources := .modelInit | default dict }}
+  {{- range $key := list "memoryRequest" "memoryLimit" "cpuRequest" "cpuLimit" }}
+  {{- with index $resources $key }}
+  {{- $_ := set $init $key (toString .) }}
+  {{- end }}
+  {{- end }}
+  {{- $_ := set $entries "modelInit" (toJson (merge $init $oci)) }}
+  {{- $sidecar := dict "image" $image "memoryRequest" "2Gi" "memoryLimit" "4Gi" }}
+  {{- $_ := set $sidecar "cpuRequest" "1" }}
+  {{- $_ := set $sidecar "cpuLimit" "2" }}
+  {{- $_ := set $entries "servingSidecar" (toJson (merge $sidecar $oci)) }}
   {{- end }}
   {{- range $key, $value := $entries }}
   {{ $key }}: {{ $value | toString | quote }}
@@ -530,6 +577,12 @@ def config_default_objects() -> list[Obj]:
     data["coordination"] = go_json(chart_coordination())
     agent = json.loads(data["omeAgent"])
     data["omeAgent"] = go_json({**agent.pop("metadataJob", {}), **agent})
+    oci = chart_ome_agent()
+    shared = {"image": agent["image"], "authType": oci["authType"], "compartmentId": oci["compartmentId"],
+              "region": oci["region"]}
+    data["modelInit"] = go_json({**shared, "vaultId": oci["vaultId"],
+                                 **{k: str(v) for k, v in oci["modelInit"].items()}})
+    data["servingSidecar"] = go_json({**shared, **SERVING_SIDECAR_RESOURCES})
     for crd in sorted((CONFIG / "crd").glob("ome.io_*.yaml")):
         for doc in _load("crd", crd.name):
             doc["metadata"]["annotations"][KEEP[0]] = KEEP[1]

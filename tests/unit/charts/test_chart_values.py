@@ -10,7 +10,9 @@ manager acts on what it renders.
   flag, every component governed);
 - `ome.controller.rollout.defaultReadyTimeout` (canary-progression.md §readyTimeout, 15m with the chart);
 - `ome.omeAgent.*` (serve-models-from-pvc.md: "The metadata Job's settings are values of the `ome-resources`
-  chart, under `ome.omeAgent.metadataJob`"; `ome.omeAgent.image`, `ome.omeAgent.tag`).
+  chart, under `ome.omeAgent.metadataJob`"; install.md: the ome-agent image, `ome.omeAgent.image` and
+  `ome.omeAgent.tag`, runs the "optional `model-init` and `serving-sidecar` containers, and metadata Jobs";
+  v1.3's chart fills the `modelInit` and `servingSidecar` entries from `ome.omeAgent`'s OCI settings).
 
 helm is the one built into the control plane's bin directory (ome/devcluster/build_control_plane.sh); the
 generator's Python rendering (`chartgen.render_defaults`) is checked against it for the same values.
@@ -31,6 +33,8 @@ from ome.config import inferenceservice_config as cfg
 from ome.controllers.modelmetadata import job as metadata_job
 from ome.devcluster.paths import bin_dir
 from ome.resolution import quota_governance
+from ome.webhooks import pod_mutation
+from ome.webhooks.handler import AdmissionRequest
 
 Obj = dict[str, Any]
 CHART = chartgen.CHARTS / "ome-resources"
@@ -164,6 +168,31 @@ def test_ome_agent_values_reach_the_metadata_job(tmp_path: Path) -> None:
     assert job["spec"]["backoffLimit"] == 5
 
 
+def test_ome_agent_values_reach_the_model_init_and_sidecar_entries(tmp_path: Path) -> None:
+    rendered = data(helm_template(tmp_path, {"ome": {"omeAgent": {
+        "tag": "v1.3.2", "authType": "OkeWorkloadIdentity", "compartmentId": "ocid1.compartment.team",
+        "vaultId": "ocid1.vault.team", "region": "us-chicago-1", "modelInit": {"cpuRequest": 4, "cpuLimit": 8}}}}))
+    init, sidecar = json.loads(rendered["modelInit"]), json.loads(rendered["servingSidecar"])
+    assert init["image"] == sidecar["image"] == "ghcr.io/moirai-internal/ome-agent:v1.3.2"
+    assert (init["cpuRequest"], init["cpuLimit"], init["memoryRequest"]) == ("4", "8", "150Gi")
+    assert sidecar["region"] == "us-chicago-1" and sidecar["memoryLimit"] == "4Gi" and "vaultId" not in sidecar
+    # The pod webhook injects model-init with them (labels-and-annotations.md, ome.io/inject-model-init).
+    settings = pod_mutation.pod_settings(cfg.parse(rendered))
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "demo", "labels": {"ome.io/inferenceservice": "svc"},
+                        "annotations": {"ome.io/inject-model-init": "true", "ome.io/base-model-name": "llama",
+                                        "ome.io/base-model-format": "safetensors"}},
+           "spec": {"serviceAccountName": "runner", "containers": [{"name": "ome-container", "image": "x"}]}}
+    request = AdmissionRequest(uid="u", kind="Pod", operation="CREATE", namespace="demo", name="p",
+                               username="system:serviceaccount:kube-system:replicaset-controller", obj=pod, old=None)
+    [container] = pod_mutation.mutate_pod(request, settings)["spec"]["initContainers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert container["image"] == "ghcr.io/moirai-internal/ome-agent:v1.3.2"
+    assert env["OME_AGENT_REGION"] == "us-chicago-1" and env["OME_AGENT_VAULT_ID"] == "ocid1.vault.team"
+    assert env["OME_AGENT_AUTH_TYPE"] == "OkeWorkloadIdentity"
+    assert container["resources"]["limits"]["cpu"] == "8"
+
+
 def test_the_generators_rendering_agrees_with_helm(tmp_path: Path) -> None:
     values = chartgen.default_values()
     controller = values["ome"]["controller"]
@@ -174,6 +203,8 @@ def test_the_generators_rendering_agrees_with_helm(tmp_path: Path) -> None:
     controller["quotaAcceleratorResources"] = ["google.com/tpu"]
     values["ome"]["omeAgent"]["tag"] = "v2"
     values["ome"]["omeAgent"]["metadataJob"]["ttlSecondsAfterFinished"] = 60
+    values["ome"]["omeAgent"]["region"] = "eu-frankfurt-1"
+    values["ome"]["omeAgent"]["modelInit"]["memoryLimit"] = None
     by_helm = helm_template(tmp_path, values)
     by_python = python_rendered(values)
     assert by_helm[CONFIGMAP] == by_python[CONFIGMAP]
