@@ -16,6 +16,8 @@ import pytest
 
 from ome.api.resources import EVENTS, INFERENCE_REPLICAS, INFERENCE_SERVICES, SERVING_RUNTIMES
 from ome.framework.client import Client
+from ome.kubectl_ome.effective import runtime_cell
+from ome.kubectl_ome.table import middle_cut
 from ome.omenative import columnar
 
 Obj = dict[str, Any]
@@ -189,7 +191,8 @@ async def test_status_and_runtime_effective(client: Client, namespace: str, kube
 
     rc, out, err = await kubectl_ome(kubeconfig, "runtime", "effective", "chat", "-n", namespace)
     assert (rc, err) == (0, "")
-    assert f"Live      RUNTIME         SR/{namespace}/vllm\n" in out
+    # A namespace keeps at most 20 characters of the value (runtime.md: both ends, `...`, `#` and 8 hex).
+    assert f"Live      RUNTIME         {runtime_cell(f'SR/{namespace}/vllm')}\n" in out
     assert "Live      ENGINE          OMENative (ComponentAnnotation)\n" in out
     assert "Service   PIN             AutoSync/NotApplicable\n" in out
 
@@ -224,3 +227,19 @@ async def test_runtime_explain_ranks_the_runtimes_for_a_model(
     assert "runtime is disabled" in out
     code, _, err = await kubectl_ome(kubeconfig, "-n", namespace, "runtime", "explain")
     assert code == 1 and "exactly one of --model or --isvc is required" in err
+    # --with-effective (runtime.md, "Effective context"): the same table, then the context of a service
+    # that names no runtime, so the CLI selects one the way OME does.
+    await client.create(INFERENCE_SERVICES, {
+        "apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "tiny-svc"},
+        "spec": {"model": {"name": "tiny", "kind": "BaseModel"}, "engine": {}}}, namespace)
+    code, out, err = await kubectl_ome(kubeconfig, "-n", namespace, "runtime", "explain", "--isvc", "tiny-svc",
+                                       "--with-effective")
+    assert (code, err) == (0, ""), err
+    table, context = out.split("\n\nEffective context (separate observation; selector verdict unchanged):\n")
+    assert [r for r in (line.split()[:3] for line in table.splitlines()) if r and r[0] == "team-rt"] == [
+        ["team-rt", "Namespaced", "Yes"]]
+    lines = context.splitlines()
+    assert [lines[i] for i in (0, 1, 3)] == [
+        "SCOPE     FIELD           VALUE", "Service   SELECTION       Selected", "Source    INHERITANCE     Observed"]
+    # A runtime identity past 54 characters (this test's namespace is long) keeps both ends.
+    assert lines[2] == "Service   SOURCE          " + middle_cut(f"SR/{namespace}/team-rt", 54)
