@@ -71,6 +71,52 @@ def pct(values: list[float], q: float) -> float:
 
 
 # ---- (d) churn -------------------------------------------------------------------------------------
+_QUEUE_SERIES = re.compile(r'^(workqueue_queue_duration_seconds|workqueue_work_duration_seconds|'
+                           r'controller_runtime_reconcile_total)_?(sum|count)?\{([^}]*)\} (\S+)$')
+
+
+class QueueFigures:
+    """Per controller: reconciles, and seconds keys waited in the queue and were worked on (sums of the
+    manager's histograms), so a churn window's difference says whether latency is queueing or work."""
+
+    CONTROLLERS = ("inferenceservice", "autoscaler")
+
+    def __init__(self, values: dict[tuple[str, str], float]) -> None:
+        self.values = values
+
+    def __sub__(self, other: QueueFigures) -> QueueFigures:
+        return QueueFigures({k: v - other.values.get(k, 0.0) for k, v in self.values.items()})
+
+    def __str__(self) -> str:
+        parts = []
+        for name in self.CONTROLLERS:
+            n = self.values.get((name, "reconciles"), 0.0)
+            got = max(self.values.get((name, "got"), 0.0), 1.0)
+            wait = self.values.get((name, "wait"), 0.0) / got
+            work = self.values.get((name, "work"), 0.0) / got
+            parts.append(f"{name} {n:.0f} reconciles, mean queue wait {wait:.2f} s, work {work:.2f} s")
+        return "; ".join(parts)
+
+
+def queue_figures(url: str) -> QueueFigures:
+    values: dict[tuple[str, str], float] = {}
+    for line in metrics_text(url).splitlines():
+        m = _QUEUE_SERIES.match(line)
+        if m is None:
+            continue
+        series, part, labels, value = m.groups()
+        name = re.search(r'(?:name|controller)="([^"]+)"', labels)
+        if name is None or name.group(1) not in QueueFigures.CONTROLLERS:
+            continue
+        key = {("workqueue_queue_duration_seconds", "sum"): "wait",
+               ("workqueue_queue_duration_seconds", "count"): "got",
+               ("workqueue_work_duration_seconds", "sum"): "work",
+               ("controller_runtime_reconcile_total", None): "reconciles"}.get((series, part))
+        if key is not None:
+            values[(name.group(1), key)] = values.get((name.group(1), key), 0.0) + float(value)
+    return QueueFigures(values)
+
+
 def _ready_at(isvc: Obj) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (isvc.get("status") or {}).get("conditions") or [])
