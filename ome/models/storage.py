@@ -8,6 +8,7 @@ agent can fail the model with a clear reason instead of leaving it `Updating`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -80,15 +81,42 @@ def _parse_hf(uri: str, rest: str) -> HfSource:
     return HfSource(repo_id, revision or HF_DEFAULT_REVISION)
 
 
-def _parse_pvc(uri: str, rest: str) -> PvcSource:
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def _pvc_problem(rest: str) -> str | None:
+    """Why `pvc://<rest>` is malformed, in v1.3's words (what follows `invalid PVC storage URI format: `)."""
+    if not rest:
+        return "missing content after prefix"
     claim_part, slash, sub_path = rest.partition("/")
-    namespace, colon, claim = claim_part.rpartition(":")
+    if not slash:
+        return "missing subpath"
+    namespace, colon, claim = claim_part.partition(":")
+    if colon:
+        if not namespace:
+            return "empty namespace before colon"
+        if not claim:
+            return "empty PVC name after colon"
+        if ":" in claim:
+            return "multiple colons not allowed in namespace:pvc-name"
+        if not _NAMESPACE.match(namespace):
+            return (f'invalid namespace "{namespace}" (must be lowercase alphanumeric with hyphens, '
+                    "max 63 chars)")
+    elif not claim_part:
+        return "missing PVC name"
+    if not sub_path.strip("/"):
+        return "missing subpath"
+    return None
+
+
+def _parse_pvc(uri: str, rest: str) -> PvcSource:
+    problem = _pvc_problem(rest)
+    if problem is not None:
+        raise StorageUriError(f"invalid PVC storage URI {uri!r}: {problem}")
+    claim_part, _, sub_path = rest.partition("/")
+    namespace, colon, claim = claim_part.partition(":")
     if not colon:
         namespace, claim = "", claim_part
-    if not claim:
-        raise StorageUriError(f"invalid PVC storage URI {uri!r}: missing pvc name")
-    if not slash or not sub_path.strip("/"):
-        raise StorageUriError(f"invalid PVC storage URI {uri!r}: missing subpath")
     return PvcSource(claim, sub_path.strip("/"), namespace or None)
 
 

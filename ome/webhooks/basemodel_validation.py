@@ -24,6 +24,8 @@ def pvc_error(kind: str, spec: dict[str, object]) -> str | None:
     uri = text(as_dict(spec.get("storage")).get("storageUri"))
     if storage.scheme_of(uri) != "pvc":
         return None
+    if spec.get("distribution") == "Sharded":  # v1.3 checks it first, whatever the URI's form
+        return SHARDED_PVC
     quoted = json.dumps(uri)
     try:
         source = storage.parse(uri)
@@ -37,8 +39,6 @@ def pvc_error(kind: str, spec: dict[str, object]) -> str | None:
     if kind == "BaseModel" and source.namespace:
         return ("namespaced BaseModel PVC URI must not specify a namespace; the BaseModel's own namespace is "
                 f"used, got {quoted}")
-    if spec.get("distribution") == "Sharded":
-        return SHARDED_PVC
     return None
 
 

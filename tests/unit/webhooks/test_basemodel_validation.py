@@ -49,6 +49,9 @@ def test_sharded_distribution_is_denied_for_pvc_models() -> None:
     assert got["status"]["message"] == ("PVC storage URIs are not compatible with distribution=Sharded; "
                                         "use distribution=PerNode (or omit) for pvc:// models")
     assert answer("BaseModel", model("BaseModel", "pvc://model-storage/llama", distribution="PerNode"))["allowed"]
+    # Checked before the URI's form, as v1.3 does.
+    sharded_cbm = answer("ClusterBaseModel", model("ClusterBaseModel", "pvc://model-storage", distribution="Sharded"))
+    assert sharded_cbm["status"]["message"].startswith("PVC storage URIs are not compatible with distribution=Sharded")
 
 
 def test_the_documented_forms_and_other_schemes_pass() -> None:
@@ -94,3 +97,18 @@ def test_a_service_outside_the_claims_namespace_of_a_cluster_pvc_model_is_denied
     assert _isvc_answer("default", (resources.CLUSTER_BASE_MODELS, hf))["allowed"] is True
     bm = model("BaseModel", "pvc://model-storage/llama-3-2-1b-instruct")
     assert _isvc_answer("llama-demo", (resources.BASE_MODELS, bm))["allowed"] is True
+
+
+@pytest.mark.parametrize(("uri", "problem"), [
+    ("pvc://", "missing content after prefix"),
+    ("pvc://:model-storage/llama", "empty namespace before colon"),
+    ("pvc://llama-demo:/llama", "empty PVC name after colon"),
+    ("pvc://llama-demo:model:storage/llama", "multiple colons not allowed in namespace:pvc-name"),
+    ("pvc://Llama_Demo:model-storage/llama",
+     'invalid namespace "Llama_Demo" (must be lowercase alphanumeric with hyphens, max 63 chars)'),
+])
+def test_other_malformed_pvc_uris_end_with_the_problem(uri: str, problem: str) -> None:
+    """"Other malformed URIs get `invalid PVC storage URI`, with the problem at the end." (v1.3's problems)"""
+    got = answer("ClusterBaseModel", model("ClusterBaseModel", uri))
+    assert got["allowed"] is False
+    assert got["status"]["message"] == f'invalid PVC storage URI "{uri}": invalid PVC storage URI format: {problem}'
