@@ -32,7 +32,7 @@ from ome.api import resources
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, PODS, SERVICES
 from ome.config.durations import parse_duration
 from ome.controllers import drift, quota_view
-from ome.controllers.inferencereplica import create_holds
+from ome.controllers.inferencereplica import create_holds, status_defer
 from ome.controllers.inferencereplica.create_holds import CreateHolds
 from ome.controllers.rolloutcanary import hold as held
 from ome.controllers.rolloutcoordination import observe as coordination
@@ -639,7 +639,10 @@ class InferenceReplicaReconciler:
             max_rows=self._settings.max_decoded_instances,
         )
         new = status.compute(inputs)
-        if new != (replica.get("status") or {}):
+        old = replica.get("status") or {}
+        if status_defer.gate_follows(old, new, opened_gates=plan.open_gates, events=plan.events):
+            plan.wake(status_defer.GATE_RECHECK)  # the pods' Ready brings the pass that writes
+        elif new != old:
             await self._update_status(replica, new)
             log.debug("status updated", replicas=new.get("replicas"), ready=new.get("readyReplicas"))
         # After the write: a once-only event is stamped in `announced` by the write that follows it.
