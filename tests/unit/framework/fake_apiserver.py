@@ -400,7 +400,8 @@ class FakeApiServer:
 
     def _list(self, coll: str, ns: str | None, query: Any, meta_only: bool) -> web.Response:
         rv, token = query.get("resourceVersion", ""), query.get("continue")
-        limit = int(query.get("limit") or 0)
+        # As the real apiserver: RV "0" is answered from its watch cache in one page, whatever the limit.
+        limit = int(query.get("limit") or 0) if rv != "0" else 0
         exact = query.get("resourceVersionMatch") == "Exact" or (
             limit and not query.get("resourceVersionMatch")
         )
