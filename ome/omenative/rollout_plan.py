@@ -12,7 +12,7 @@ States (row phase / operation step) and transitions, single-pod Instance:
     Ready(old) --non-image change under InPlaceOnly--> Ready(old) + InPlaceUpdateNotPossible (once)
     Updating/Surge --new pod serving for minReadySeconds, not paused--> Updating/SurgeDrain
     Updating/Surge --attempt fails--> Ready(old), the new pod left as an extra pod (it holds a slot)
-    Updating/SurgeDrain --old pod drained, deleted--> Ready(new), activeOrdinal flipped
+    Updating/SurgeDrain --old pod's gate closed, then deleted--> Ready(new), activeOrdinal flipped
     Updating/Drain --old pods gone--> pods created at incarnation + 1 --serving--> Ready(new)
     Updating/InPlace --out of rotation--> images patched --containers ready, serving--> Ready(new)
     Updating/Drain or InPlace --attempt fails--> Failed (operation kept), retried with new pods
@@ -459,13 +459,14 @@ def step_surge(
             return row, blocks
         row = {**row, "operation": {**op, "step": SURGE_DRAIN, "lastProgressAt": format_time(inp.now)}}
     old = [p for p in pods if p.name == old_name and not p.view.terminating]
-    for pod in old:
-        if pod.view.gate != "False" and pod.view.phase == "Running":
-            out.close_gates.append(pod.name)
-            return row, blocks
-        if not pod.view.drained:
-            return row, blocks
+    # The gate is cleared before the pod drains: the delete of a pod whose gate closes in this plan goes
+    # out once the close succeeded (the reconciler chains them), not a pass later after the kubelet
+    # turned Ready False; the pod's preStop and grace cover the requests it still serves.
+    closing = [p.name for p in old if p.view.gate != "False" and p.view.phase == "Running"]
+    out.close_gates += closing
     out.deletes += [p.name for p in old]
+    if closing:
+        return row, blocks  # finished once the cache shows the gate closed (the delete in flight)
     return finish(inp, row, target, activeOrdinal=new_ordinal), succeeded_block(target, blocks)
 
 

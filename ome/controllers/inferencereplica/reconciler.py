@@ -661,16 +661,27 @@ class InferenceReplicaReconciler:
         so it is written again on the fresh object. Any other 409 is raised: the pass was planned
         from a stale status and is redone from the cache."""
         previous = dict(replica.get("status") or {})
+        meta = replica["metadata"]
+        lock = self._written.lock(meta["uid"])
         try:
-            try:
-                await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": new})
-            except errors.Conflict:
-                meta = replica["metadata"]
+            # One status writer at a time with the Instance rollout reconciler (written.py); a write of
+            # this process since our read would fail with 409, so it goes to the live read at once.
+            conflict: errors.Conflict | None = None
+            async with lock:
+                if self._written.behind(replica):
+                    conflict = errors.Conflict(409, "Conflict", "the replica was written since it was read")
+                else:
+                    try:
+                        await self._client.update_status(INFERENCE_REPLICAS, {**replica, "status": new})
+                    except errors.Conflict as exc:
+                        conflict = exc
+            if conflict is not None:
                 fresh = await self._client.get(INFERENCE_REPLICAS, meta["name"], meta["namespace"])
                 same = (fresh.get("status") or {}) == (replica.get("status") or {})
                 if not same or fresh["metadata"].get("generation") != meta.get("generation"):
-                    raise
-                await self._client.update_status(INFERENCE_REPLICAS, {**fresh, "status": new})
+                    raise conflict
+                async with lock:
+                    await self._client.update_status(INFERENCE_REPLICAS, {**fresh, "status": new})
         except errors.ApiError as exc:
             too_large = exc.status == 413 or "too large" in exc.message.lower()
             status_metrics.record_write(replica, previous, new, "rejected" if too_large else "error")

@@ -106,42 +106,14 @@ class InstanceRolloutReconciler:
             self._quota.pop((req.namespace, req.name), None)
             self._group_wait.pop((req.namespace, req.name), None)
             return Result()
-        if self._written.behind(replica):  # see ome/framework/written.py
-            return Result(requeue_after=CACHE_LAG_REQUEUE)
-        prev = replica.get("status") or {}
-        update = prev.get("updateRevision")
-        known = self._revisions(replica)
-        if not update or names.hash_of_revision(update) not in known:
-            return Result()  # the InferenceReplica controller records the revision first
-        update = canary_hold.revert_revision(self._cache, replica, known) or update  # a rolled-back canary
-        raw = self._owned(PODS, replica)
-        self._forget_observed(raw)
-        pod_index = {p["metadata"]["name"]: v.index for p in raw if (v := rollout_pod(p)) is not None}
-        failed: BaseException | None = None
-        for attempt in range(_CONFLICT_RETRIES + 1):
-            inputs, coordinated = self._coordinate(replica, self._inputs(replica, update, known, raw))
-            plan = rollout_plan.plan(inputs)
-            coordinated(plan)
-            cached = {int(r["index"]): r for r in status.rows_of(replica.get("status") or {})}
-            early, late = rollout_types.split_recorded(plan, cached, pod_index)
-            # Steps the cached status already records go out with the status write, not after it.
-            outcome = await asyncio.gather(
-                self._act(replica, early, known), self._write_status(replica, plan), return_exceptions=True
-            )
-            failed = failed or _error(outcome[0])
-            if not isinstance(outcome[1], BaseException):
-                written = outcome[1]
-                break
-            if not isinstance(outcome[1], errors.Conflict) or attempt == _CONFLICT_RETRIES:
-                raise outcome[1]
-            # The InferenceReplica controller wrote first: plan again on its write, now rather than
-            # after the work queue's backoff (only steps already recorded touched pods).
-            replica = await self._client.get(INFERENCE_REPLICAS, req.name, req.namespace)
-            moved_on = (replica.get("status") or {}).get("updateRevision") != update
-            if teardown.deleting(replica) or moved_on:
-                if failed is not None:
-                    raise failed
-                return Result()  # the change that raced us triggers its own pass
+        # Planned and recorded under the replica's status lock, so the InferenceReplica reconciler's
+        # status write of the same pod events cannot come between our read and our write (a 409, a GET
+        # and a plan again, as often as pods change); the pod writes that follow the record run after.
+        async with self._written.lock(replica["metadata"]["uid"]):
+            recorded = await self._record(req)
+        if isinstance(recorded, Result):
+            return recorded
+        written, plan, late, known, failed = recorded
         [late_outcome] = await asyncio.gather(self._act(written, late, known), return_exceptions=True)
         late_failed = _error(late_outcome)
         if late_failed is not None and not quota_view.is_quota_refusal(late_failed):
@@ -172,6 +144,59 @@ class InstanceRolloutReconciler:
         if (memory := self._memory_ends(written)) is not None:
             wake = memory if wake is None else min(wake, memory)
         return Result(requeue_after=wake)
+
+    async def _record(
+        self, req: Request
+    ) -> Result | tuple[Obj, rollout_types.Plan, rollout_types.Plan, dict[str, RevisionData],
+                        BaseException | None]:
+        """The pass up to its status write: the plan, the pod writes of steps the status already
+        records, and the status write. Returns the replica as written, the plan, the pod writes left
+        for after the write, the revisions and the first pod write failure; or the pass's Result."""
+        replica = self._cache.get_or_none(INFERENCE_REPLICAS, req.name, req.namespace)
+        if replica is None or teardown.deleting(replica):
+            return Result()
+        # A status write of either reconciler made under the lock is planned on from its answer; any
+        # other write of ours the cache does not show yet holds the pass until its watch event
+        # (see ome/framework/written.py).
+        newest = self._written.newest(replica)
+        if newest is not None:
+            replica = dict(newest)  # not `behind`: that would forget the write the cache lacks
+        elif self._written.behind(replica):
+            return Result(requeue_after=CACHE_LAG_REQUEUE)
+        prev = replica.get("status") or {}
+        update = prev.get("updateRevision")
+        known = self._revisions(replica)
+        if not update or names.hash_of_revision(update) not in known:
+            return Result()  # the InferenceReplica controller records the revision first
+        update = canary_hold.revert_revision(self._cache, replica, known) or update  # a rolled-back canary
+        raw = self._owned(PODS, replica)
+        self._forget_observed(raw)
+        pod_index = {p["metadata"]["name"]: v.index for p in raw if (v := rollout_pod(p)) is not None}
+        failed: BaseException | None = None
+        for attempt in range(_CONFLICT_RETRIES + 1):
+            inputs, coordinated = self._coordinate(replica, self._inputs(replica, update, known, raw))
+            plan = rollout_plan.plan(inputs)
+            coordinated(plan)
+            cached = {int(r["index"]): r for r in status.rows_of(replica.get("status") or {})}
+            early, late = rollout_types.split_recorded(plan, cached, pod_index)
+            # Steps the cached status already records go out with the status write, not after it.
+            outcome = await asyncio.gather(
+                self._act(replica, early, known), self._write_status(replica, plan), return_exceptions=True
+            )
+            failed = failed or _error(outcome[0])
+            if not isinstance(outcome[1], BaseException):
+                return outcome[1], plan, late, known, failed
+            if not isinstance(outcome[1], errors.Conflict) or attempt == _CONFLICT_RETRIES:
+                raise outcome[1]
+            # Someone outside this process wrote first: plan again on its write, now rather than after
+            # the work queue's backoff (only steps already recorded touched pods).
+            replica = await self._client.get(INFERENCE_REPLICAS, req.name, req.namespace)
+            moved_on = (replica.get("status") or {}).get("updateRevision") != update
+            if teardown.deleting(replica) or moved_on:
+                if failed is not None:
+                    raise failed
+                return Result()  # the change that raced us triggers its own pass
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _quota_wait_recorded(self, replica: Mapping[str, Any], failed: BaseException) -> bool:
         """Whether the pass failed only on quota refusals that the written status already shows as
@@ -351,16 +376,18 @@ class InstanceRolloutReconciler:
         return False
 
     async def _act(self, replica: Obj, plan: rollout_types.Plan, known: Mapping[str, RevisionData]) -> None:
-        """Every pod write of the plan at once. No two touch the same pod in one plan: a create is
-        planned only for a name the cache does not list, a gate opens only on a new pod and closes only
-        on an old one, and an image patch waits for a pass after the close."""
+        """Every pod write of the plan at once. Only a drain touches one pod twice: its delete follows
+        its gate's close (and is not made when the close failed). Otherwise a create is planned only
+        for a name the cache does not list, a gate opens only on a new pod and closes only on an old
+        one, and an image patch waits for a pass after the close."""
         ns = replica["metadata"]["namespace"]
         held = await self._ensure_pod_groups(replica, plan, known)  # a gang's group before its pods
+        closing = set(plan.close_gates)
         writes: list[tuple[tuple[str, str, str], Awaitable[None]]] = []
-        writes += [(("delete", ns, n), self._delete_pod(ns, n))
+        writes += [(("delete", ns, n), self._drain_pod(ns, n, n in closing))
                    for n in sorted(set(plan.deletes)) if not self._fresh("delete", ns, n)]
         writes += [(("gate-False", ns, n), self._set_gate(ns, n, "False"))
-                   for n in sorted(set(plan.close_gates))]
+                   for n in sorted(closing - set(plan.deletes))]
         writes += [((f"patch-{d}", ns, n), self._patch_images(ns, n, known[d], d))
                    for n, d in plan.image_patches if not self._fresh(f"patch-{d}", ns, n)]
         bodies = [(c, self._pod_body(replica, c, known)) for c in plan.creates if c.index not in held]
@@ -383,6 +410,15 @@ class InstanceRolloutReconciler:
             # Any other failure before a quota refusal: only a pass refused by quota alone is retried
             # on the quota's bounded interval rather than the error backoff.
             raise min((f for _, f in failures), key=quota_view.is_quota_refusal)
+
+    async def _drain_pod(self, ns: str, name: str, close_first: bool) -> None:
+        if close_first:
+            try:
+                await self._set_gate(ns, name, "False")
+            except BaseException:
+                self._recent.pop(("gate-False", ns, name), None)  # made again with the delete's retry
+                raise
+        await self._delete_pod(ns, name)
 
     async def _delete_pod(self, ns: str, name: str) -> None:
         with contextlib.suppress(errors.NotFound):

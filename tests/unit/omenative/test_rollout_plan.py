@@ -180,6 +180,11 @@ def test_new_pod_enters_rotation_then_the_old_one_drains_after_min_ready_seconds
     assert not waiting.close_gates and waiting.wake_after == 20.0
     out = rp.plan(inputs([surging()], [pod(0), serving], min_ready_seconds=10))
     assert out.rows[0]["operation"]["step"] == "SurgeDrain" and out.close_gates == ["chat-engine-0-default-0"]
+    # The drain follows the close in the same pass (the reconciler chains them), without waiting for
+    # the kubelet to turn Ready False; the update finishes once the cache shows the gate closed.
+    assert out.deletes == ["chat-engine-0-default-0"] and out.rows[0]["phase"] == "Updating"
+    closed = rp.plan(inputs([out.rows[0]], [pod(0, gate="False"), serving]))
+    assert closed.deletes == ["chat-engine-0-default-0"] and closed.rows[0]["phase"] == "Ready"
     drained = pod(0, gate="False", ready=False)
     done = rp.plan(inputs([out.rows[0]], [drained, serving]))
     assert done.deletes == ["chat-engine-0-default-0"]
