@@ -172,9 +172,11 @@ async def churn(client: Client, namespace: str, n: int, rate: float, seconds: fl
     started = time.monotonic()
     pending: set[asyncio.Task[None]] = set()
 
+    token = f"{time.time():.0f}"  # a value no earlier run set: every patch is a change (a new generation)
+
     async def change(i: int) -> None:
         name = f"svc-{i % n}"
-        patch = {"spec": {"engine": {"annotations": {"bench.ome.io/churn": str(i)}}}}
+        patch = {"spec": {"engine": {"annotations": {"bench.ome.io/churn": f"{token}-{i}"}}}}
         with contextlib.suppress(errors.ApiError):
             updated = await client.patch(resources.INFERENCE_SERVICES, name, patch, namespace)
             sent.setdefault((name, int(updated["metadata"]["generation"])), time.monotonic())
