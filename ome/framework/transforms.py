@@ -1,8 +1,10 @@
 """Cache transforms that keep what controllers read and drop the rest, before an object is stored.
 
-A transform runs once per object as it is decoded (framework.md rule 10). Keys and the small set of
-repeated values (condition types, phases, label keys) are interned: thousands of cached Pods then share
-one copy of each string instead of holding their own.
+A transform runs once per object as it is decoded (framework.md rule 10), so on a cold start it runs
+10,000 times in a row: it copies only what it keeps and does no per-key work it can avoid. Repeated
+values (condition types, phases, label values) are interned: thousands of cached Pods then share one copy
+of each string instead of holding their own. Keys need no interning: orjson's decoder already returns
+one shared string per distinct short key.
 """
 
 from __future__ import annotations
@@ -27,23 +29,31 @@ _intern = sys.intern
 def _interned_map(values: dict[str, Any] | None) -> dict[str, Any] | None:
     if not values:
         return values
-    return {_intern(k): (_intern(v) if isinstance(v, str) and len(v) < 64 else v) for k, v in values.items()}
+    return {k: (_intern(v) if v.__class__ is str and len(v) < 64 else v) for k, v in values.items()}
 
 
 def _slim_metadata(meta: dict[str, Any]) -> dict[str, Any]:
     out = {k: meta[k] for k in _META_KEEP if k in meta}
     if "labels" in out:
         out["labels"] = _interned_map(out["labels"])
-    if annotations := out.get("annotations"):
-        out["annotations"] = {_intern(k): v for k, v in annotations.items() if k not in _DROP_ANNOTATIONS}
+    annotations = out.get("annotations")
+    if annotations and any(k in annotations for k in _DROP_ANNOTATIONS):
+        out["annotations"] = {k: v for k, v in annotations.items() if k not in _DROP_ANNOTATIONS}
+    return out
+
+
+def _slim_condition(c: dict[str, Any]) -> dict[str, Any]:
+    out = {k: c[k] for k in _CONDITION_KEEP if k in c}
+    for k in ("type", "status", "reason"):
+        if (v := out.get(k)).__class__ is str:
+            out[k] = _intern(v)
     return out
 
 
 def _slim_conditions(conditions: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
     if conditions is None:
         return None
-    return [{_intern(k): (_intern(c[k]) if k in ("type", "status", "reason") else c[k])
-             for k in _CONDITION_KEEP if k in c} for c in conditions]
+    return [_slim_condition(c) for c in conditions]
 
 
 def _slim_container(container: dict[str, Any]) -> dict[str, Any]:

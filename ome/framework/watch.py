@@ -20,10 +20,31 @@ Obj = dict[str, Any]
 
 
 async def events(content: aiohttp.StreamReader, what: str) -> AsyncGenerator[tuple[str, Obj], None]:
-    """Yield `(type, object)` per line until a clean end of stream."""
-    while line := await read_or_raise(content.readline(), what):
-        if line.strip():
-            yield decode_event(line)
+    """Yield `(type, object)` per line until a clean end of stream.
+
+    Reads whatever the socket delivered and splits it into lines here, instead of one `readline()` per
+    event: a WatchList of 10,000 Pods is 10,000 lines, and aiohttp's readline costs more per line than
+    the split, and refuses a line above its buffer limit (128 KiB: one large object would break the
+    watch). A tail without its newline at the end of the stream is decoded as is, so a stream cut
+    mid-object raises TransportError, as readline's last partial line did.
+    """
+    parts: list[bytes] = []  # the start of a line still waiting for its newline
+    while chunk := await read_or_raise(content.readany(), what):
+        if b"\n" not in chunk:
+            parts.append(chunk)
+            continue
+        if parts:
+            parts.append(chunk)
+            chunk, parts = b"".join(parts), []
+        *lines, rest = chunk.split(b"\n")
+        if rest:
+            parts.append(rest)
+        for line in lines:
+            if line.strip():
+                yield decode_event(line)
+    tail = b"".join(parts)
+    if tail.strip():
+        yield decode_event(tail)
 
 
 def decode_event(line: bytes) -> tuple[str, Obj]:
