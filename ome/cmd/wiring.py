@@ -145,6 +145,9 @@ async def load_settings(client: Client, namespace: str) -> Settings:
     for key in config.lifecycle.not_acted_on():
         log.warning("lifecycle setting not implemented by this controller; it has no effect",
                     key=f"lifecycle.{key}")
+    for key, closest in config.lifecycle.unknown_keys():
+        log.warning("lifecycle setting is not a known key; it has no effect", key=f"lifecycle.{key}",
+                    did_you_mean=f"lifecycle.{closest}" if closest else None)
     settings = Settings(config, lws_served=lws, config_namespace=namespace, pod_monitor_served=pod_monitors)
     settings.routing = await routing.detect(client)
     settings.autoscaler = await autoscaler.detect(client, config)

@@ -14,6 +14,7 @@ configuration` (omenativeStatus, checked strictly as v1.3 does: unknown or repea
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -320,6 +321,13 @@ class LifecycleConfig(_Section):
         by_alias = {(f.alias or name) for name, f in LifecycleConfig.model_fields.items() if name in given}
         by_alias |= set(self.model_extra or {})
         return [key for key in LIFECYCLE_NOT_ACTED_ON if key in by_alias]
+
+    def unknown_keys(self) -> list[tuple[str, str | None]]:
+        """Keys set here that no document names (a typo such as `stuckPodGracePeriods`), each with the
+        closest documented key, so the startup warning can say which one was probably meant."""
+        known = [f.alias or name for name, f in LifecycleConfig.model_fields.items()]
+        return [(key, next(iter(difflib.get_close_matches(key, known, n=1, cutoff=0.6)), None))
+                for key in sorted(self.model_extra or {})]
 
 
 class OMENativeStatusConfig(_Section):

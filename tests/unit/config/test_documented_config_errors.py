@@ -153,3 +153,22 @@ async def test_manager_start_needs_the_configmap() -> None:
         await cfg.load(_OneConfigMap(None), "ome", require_omenative_status=True)  # type: ignore[arg-type]
     assert str(info.value) == ('Failed to initialize deployment configuration: '
                                'configmaps "inferenceservice-config" not found')
+
+
+def test_an_unknown_lifecycle_key_is_named_with_the_closest_documented_one() -> None:
+    """S11: no lifecycle key is ignored silently; a typo is named at start with the key it resembles."""
+    config = cfg.parse({"lifecycle": '{"stuckPodGracePeriods": "60s", "zzz": 1, "instanceReadyTimeout": "30m"}'})
+    assert config.lifecycle.unknown_keys() == [("stuckPodGracePeriods", "stuckPodGracePeriod"), ("zzz", None)]
+
+
+def test_the_chart_and_kustomize_lifecycle_defaults_have_no_unknown_key() -> None:
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[3]
+    chart = yaml.safe_load((root / "config/chart/lifecycle.yaml").read_text())
+    configmap = yaml.safe_load((root / "config/configmap/inferenceservice-config.yaml").read_text())
+    for lifecycle in (json.dumps(chart), configmap["data"]["lifecycle"]):
+        assert cfg.parse({"lifecycle": lifecycle}).lifecycle.unknown_keys() == []
