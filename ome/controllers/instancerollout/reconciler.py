@@ -113,8 +113,12 @@ class InstanceRolloutReconciler:
             recorded = await self._record(req)
         if isinstance(recorded, Result):
             return recorded
-        written, plan, late, known, failed = recorded
-        [late_outcome] = await asyncio.gather(self._act(written, late, known), return_exceptions=True)
+        written, plan, late, known, early = recorded
+        # The lock is free for the other reconciler while the recorded steps' pod writes finish.
+        early_outcome, late_outcome = await asyncio.gather(
+            early, self._act(written, late, known), return_exceptions=True
+        )
+        failed = _error(early_outcome)
         late_failed = _error(late_outcome)
         if late_failed is not None and not quota_view.is_quota_refusal(late_failed):
             raise late_failed
@@ -148,10 +152,11 @@ class InstanceRolloutReconciler:
     async def _record(
         self, req: Request
     ) -> Result | tuple[Obj, rollout_types.Plan, rollout_types.Plan, dict[str, RevisionData],
-                        BaseException | None]:
+                        asyncio.Future[None]]:
         """The pass up to its status write: the plan, the pod writes of steps the status already
-        records, and the status write. Returns the replica as written, the plan, the pod writes left
-        for after the write, the revisions and the first pod write failure; or the pass's Result."""
+        records (started with the status write), and the status write. Returns the replica as written,
+        the plan, the pod writes left for after the write, the revisions and the recorded steps' pod
+        writes, still running; or the pass's Result."""
         replica = self._cache.get_or_none(INFERENCE_REPLICAS, req.name, req.namespace)
         if replica is None or teardown.deleting(replica):
             return Result()
@@ -180,14 +185,18 @@ class InstanceRolloutReconciler:
             cached = {int(r["index"]): r for r in status.rows_of(replica.get("status") or {})}
             early, late = rollout_types.split_recorded(plan, cached, pod_index)
             # Steps the cached status already records go out with the status write, not after it.
-            outcome = await asyncio.gather(
-                self._act(replica, early, known), self._write_status(replica, plan), return_exceptions=True
-            )
-            failed = failed or _error(outcome[0])
-            if not isinstance(outcome[1], BaseException):
-                return outcome[1], plan, late, known, failed
-            if not isinstance(outcome[1], errors.Conflict) or attempt == _CONFLICT_RETRIES:
-                raise outcome[1]
+            acting = asyncio.ensure_future(self._act(replica, early, known))
+            try:
+                [outcome] = await asyncio.gather(self._write_status(replica, plan), return_exceptions=True)
+            except BaseException:  # this pass is cancelled: so are its pod writes
+                acting.cancel()
+                raise
+            if not isinstance(outcome, BaseException):
+                return outcome, plan, late, known, _joined(acting, failed)
+            [acted] = await asyncio.gather(acting, return_exceptions=True)
+            failed = failed or _error(acted)
+            if not isinstance(outcome, errors.Conflict) or attempt == _CONFLICT_RETRIES:
+                raise outcome
             # Someone outside this process wrote first: plan again on its write, now rather than after
             # the work queue's backoff (only steps already recorded touched pods).
             replica = await self._client.get(INFERENCE_REPLICAS, req.name, req.namespace)
@@ -559,6 +568,18 @@ class InstanceRolloutReconciler:
 
 def _error(outcome: object) -> BaseException | None:
     return outcome if isinstance(outcome, BaseException) else None
+
+
+def _joined(acting: asyncio.Future[None], failed: BaseException | None) -> asyncio.Future[None]:
+    """`acting`, failing with an earlier attempt's pod write failure when there was one."""
+    if failed is None:
+        return acting
+
+    async def both() -> None:
+        await asyncio.gather(acting, return_exceptions=True)
+        raise failed
+
+    return asyncio.ensure_future(both())
 
 
 def desired_replicas(replica: Mapping[str, Any]) -> int:
