@@ -7,6 +7,10 @@ after an apiserver restart the replica watch can lag the pod watch by seconds, a
 replica's older status recreated a pod the rollout had just drained, leaving a stray pod no later pass
 removed. A reconciler that finds its cached object `behind` waits for the watch event of the write.
 
+Those two also take turns writing the status (`lock`): without it, during a rollout each pod event had
+both write and one of them lost with a 409 nearly every time. A write made under the lock is kept until
+the cache shows it, so the next writer plans from that write's answer (`newest`) at once.
+
 resourceVersions are opaque to clients; etcd's are integers, which is what the comparison relies on. A
 value that is not an integer never holds a reconcile back.
 """

@@ -109,16 +109,29 @@ class InstanceRolloutReconciler:
         # Planned and recorded under the replica's status lock, so the InferenceReplica reconciler's
         # status write of the same pod events cannot come between our read and our write (a 409, a GET
         # and a plan again, as often as pods change); the pod writes that follow the record run after.
-        async with self._written.lock(replica["metadata"]["uid"]):
-            recorded = await self._record(req)
+        lock = self._written.lock(replica["metadata"]["uid"])
+        # While the other reconciler writes, the pod writes of steps the status already records (a
+        # gate to open, a drain) need not wait for it: they go out now; the pass under the lock
+        # plans them again and skips them as made (`_fresh`).
+        ahead = self._recorded_steps_now(req) if lock.locked() else None
+        try:
+            async with lock:
+                recorded = await self._record(req)
+        except BaseException:
+            if ahead is not None:
+                ahead.cancel()
+            raise
+        ahead_failed = _error((await asyncio.gather(ahead, return_exceptions=True))[0]) if ahead else None
         if isinstance(recorded, Result):
+            if ahead_failed is not None:
+                raise ahead_failed
             return recorded
         written, plan, late, known, early = recorded
         # The lock is free for the other reconciler while the recorded steps' pod writes finish.
         early_outcome, late_outcome = await asyncio.gather(
             early, self._act(written, late, known), return_exceptions=True
         )
-        failed = _error(early_outcome)
+        failed = ahead_failed or _error(early_outcome)
         late_failed = _error(late_outcome)
         if late_failed is not None and not quota_view.is_quota_refusal(late_failed):
             raise late_failed
@@ -148,6 +161,33 @@ class InstanceRolloutReconciler:
         if (memory := self._memory_ends(written)) is not None:
             wake = memory if wake is None else min(wake, memory)
         return Result(requeue_after=wake)
+
+    def _recorded_steps_now(self, req: Request) -> asyncio.Future[None] | None:
+        """The pod writes of steps the status already records, planned from what this process knows
+        now and started at once; None when the cache lags a write of ours it has no answer of."""
+        replica = self._cache.get_or_none(INFERENCE_REPLICAS, req.name, req.namespace)
+        if replica is None or teardown.deleting(replica):
+            return None
+        newest = self._written.newest(replica)
+        if newest is None and self._written.behind(replica):
+            return None
+        replica = dict(newest or replica)
+        update = (replica.get("status") or {}).get("updateRevision")
+        known = self._revisions(replica)
+        if not update or names.hash_of_revision(update) not in known:
+            return None
+        update = canary_hold.revert_revision(self._cache, replica, known) or update
+        raw = self._owned(PODS, replica)
+        pod_index = {p["metadata"]["name"]: v.index for p in raw if (v := rollout_pod(p)) is not None}
+        inputs, coordinated = self._coordinate(replica, self._inputs(replica, update, known, raw))
+        plan = rollout_plan.plan(inputs)
+        coordinated(plan)
+        cached = {int(r["index"]): r for r in status.rows_of(replica.get("status") or {})}
+        early, _ = rollout_types.split_recorded(plan, cached, pod_index)
+        if not (early.creates or early.deletes or early.open_gates or early.close_gates
+                or early.image_patches):
+            return None
+        return asyncio.ensure_future(self._act(replica, early, known))
 
     async def _record(
         self, req: Request

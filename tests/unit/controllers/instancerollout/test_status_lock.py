@@ -124,3 +124,40 @@ async def test_no_delete_when_the_gate_did_not_close() -> None:
     await mover.reconcile(REQ)  # the retry closes the gate (not skipped as made) and drains it
     writes = [(verb, name) for verb, _, name in world.api.writes]
     assert writes.index(("patch/status", old)) < writes.index(("delete", old)), writes
+
+
+async def test_a_recorded_steps_pod_write_does_not_wait_for_the_other_status_write() -> None:
+    world = World()
+    await start(world, {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": 1}})
+    mover = rollout(world)
+    change_image(world, "img:2")
+    await world.reconcile()
+    await mover.reconcile(REQ)  # the surge pod is made; its containers get ready
+    world.kubelet()
+    _unready(world, "chat-engine-2-default-0")  # the replica controller has counts to write
+    world.api.yields["chat-engine"] = 5
+    timeline: list[str] = []
+    real_status, real_patch = world.client.update_status, world.client.patch
+    started = asyncio.Event()
+
+    async def status(res: Any, obj: Obj) -> Obj:
+        timeline.append("status start")
+        started.set()
+        try:
+            return await real_status(res, obj)
+        finally:
+            timeline.append("status end")
+
+    async def patch(res: Any, name: str, body: Obj, *args: Any, **kwargs: Any) -> Obj:
+        timeline.append(f"patch {name}")
+        return await real_patch(res, name, body, *args, **kwargs)
+
+    world.client.update_status = status  # type: ignore[method-assign]
+    world.client.patch = patch  # type: ignore[method-assign]
+    replica_pass = asyncio.create_task(world.reconcile())
+    await started.wait()
+    await mover.reconcile(REQ)
+    await replica_pass
+    gate = timeline.index("patch chat-engine-0-default-1")
+    assert gate < timeline.index("status end"), timeline  # the gate opened while the write was in flight
+    assert timeline.count("patch chat-engine-0-default-1") == 1, "made once, not again under the lock"
