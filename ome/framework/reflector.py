@@ -76,7 +76,11 @@ class ReflectorSettings:
 
 
 class Target(Protocol):
-    """Where a reflector delivers state; both calls are synchronous and must not block."""
+    """Where a reflector delivers state; both calls are synchronous and must not block.
+
+    Until the first `replace`, `apply` may already carry objects of the initial WatchList, which that
+    `replace` then confirms (see `Reflector._buffer`).
+    """
 
     def replace(self, objs: list[Obj], resource_version: str) -> None: ...
 
