@@ -4,7 +4,7 @@ SHELL := /bin/bash
 STATE_DIR ?= $(HOME)/.cache/ome/devcluster
 PY := .venv/bin/python
 
-.PHONY: test test-unit test-e2e run venv binaries cluster-up cluster-down cluster-status lint crds bench
+.PHONY: test test-unit test-e2e run venv binaries cluster-up cluster-down cluster-status lint crds bench soak
 
 test:
 	bash hack/test.sh
@@ -42,3 +42,7 @@ crds: venv
 
 bench: venv
 	bash hack/bench.sh
+
+# A 20-minute soak at steady churn (bench/bench_soak.py); ARGS="--n 10 --minutes 1" for a quick run.
+soak: venv
+	$(PY) bench/bench_soak.py $(ARGS)

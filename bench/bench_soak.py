@@ -1,0 +1,316 @@
+"""Soak: the manager under steady churn for --minutes, its RSS sampled to show it does not leak.
+
+On a fresh local cluster in the `scale` profile (bench_scale's helpers): `ome-manager` as a process under its
+own user, N InferenceServices applied and Ready, then spec changes (an engine annotation: the pods roll) at
+a fixed rate for --minutes. Every --interval seconds: the manager's VmRSS (/proc/<pid>/status), its CPU
+share over the interval, the objects its informers hold (`ome_informer_cached_objects`), its work queues'
+depth and its reconciles. Printed: the samples, the growth from the first sample after --warmup-minutes to
+the last, a least-squares slope (KiB/min) over those samples, and whether the growth is under 5% (issue 20).
+
+The Python heap: the manager runs with a `sitecustomize` hook (a directory on its PYTHONPATH, nothing in the
+manager's code) that, on SIGUSR1, collects garbage and writes the count of live gc-tracked objects by type;
+the bench asks at the end of the warm-up and at the end, and prints the types that grew most.
+
+    python bench/bench_soak.py --n 100 --minutes 20 [--mode OMENative] [--churn-rate 5]
+    python bench/bench_soak.py --n 10 --minutes 1        # a quick smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_scale as bs  # noqa: E402
+import scale_phases as phases  # noqa: E402
+
+from ome.devcluster.cluster import Cluster  # noqa: E402
+from ome.framework.client import Client  # noqa: E402
+
+Obj = dict[str, Any]
+NAMESPACE = "bench-soak"
+GROWTH_TARGET = 0.05
+"""Issue 20: RSS growth under 5% over the soak."""
+GC_DUMP_ENV = "OME_SOAK_GC_DUMP"
+
+# Loaded by the manager's interpreter at start (site imports `sitecustomize` from its path). On SIGUSR1:
+# a full collection, then live gc-tracked objects counted by type, written atomically as JSON. The signal
+# only sets a flag in C; the handler runs between bytecodes of the event loop's thread, so it never races
+# the manager's own code.
+_SITECUSTOMIZE = f'''\
+import os as _os
+import signal as _signal
+
+_PATH = _os.environ.get({GC_DUMP_ENV!r})
+
+
+def _ome_soak_gc_dump(signum, frame):
+    import collections, gc, json, sys
+    gc.collect()
+    objects = gc.get_objects()
+    counts = collections.Counter(f"{{type(o).__module__}}.{{type(o).__qualname__}}" for o in objects)
+    total = len(objects)
+    del objects
+    body = {{"objects": total, "blocks": sys.getallocatedblocks(), "types": dict(counts)}}
+    with open(_PATH + ".tmp", "w") as out:
+        json.dump(body, out)
+    _os.replace(_PATH + ".tmp", _PATH)
+
+
+if _PATH:
+    _signal.signal(_signal.SIGUSR1, _ome_soak_gc_dump)
+'''
+
+
+@dataclasses.dataclass
+class Sample:
+    t: float
+    """seconds since the churn started"""
+    rss_kib: int
+    cpu_s: float
+    """the manager's CPU seconds so far (user + system)"""
+    cached: dict[str, int]
+    depth: int
+    """work queue depth, all controllers"""
+    reconciles: int
+    """reconciles so far, all controllers"""
+
+
+# ---- pure: figures from samples ------------------------------------------------------------------------
+_CACHED = re.compile(r'^ome_informer_cached_objects\{resource="([^"]+)"\} (\S+)$')
+_DEPTH = re.compile(r"^workqueue_depth\{[^}]*\} (\S+)$")
+_RECONCILES = re.compile(r"^controller_runtime_reconcile_total\{[^}]*\} (\S+)$")
+
+
+def parse_metrics(text: str) -> tuple[dict[str, int], int, int]:
+    """(objects cached by resource, work queue depth summed, reconciles summed) from /metrics."""
+    cached: dict[str, int] = {}
+    depth = reconciles = 0.0
+    for line in text.splitlines():
+        if m := _CACHED.match(line):
+            cached[m.group(1)] = int(float(m.group(2)))
+        elif m := _DEPTH.match(line):
+            depth += float(m.group(1))
+        elif m := _RECONCILES.match(line):
+            reconciles += float(m.group(1))
+    return cached, int(depth), int(reconciles)
+
+
+def vm_rss_kib(status_text: str) -> int:
+    """VmRSS in KiB from the text of /proc/<pid>/status."""
+    for line in status_text.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise ValueError("no VmRSS line")
+
+
+def slope(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of ys over xs (nan with fewer than two distinct xs)."""
+    if len(xs) < 2:
+        return math.nan
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return math.nan
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+
+
+def summarize(samples: list[Sample], warmup_s: float) -> Obj:
+    """Growth from the first sample at or after the warm-up to the last, and the slope over them."""
+    steady = [s for s in samples if s.t >= warmup_s] or samples[-1:]
+    first, last = steady[0], steady[-1]
+    growth = (last.rss_kib - first.rss_kib) / first.rss_kib
+    per_min = slope([s.t / 60 for s in steady], [float(s.rss_kib) for s in steady])
+    return {"first": first, "last": last, "growth": growth, "slope_kib_min": per_min,
+            "samples": len(steady), "met": growth < GROWTH_TARGET,
+            "peak_kib": max(s.rss_kib for s in samples)}
+
+
+def gc_growth(before: Obj, after: Obj, limit: int = 15) -> list[tuple[str, int, int]]:
+    """The types whose live count grew most: (type, count before, count after)."""
+    b, a = before.get("types", {}), after.get("types", {})
+    grown = sorted(((k, b.get(k, 0), v) for k, v in a.items() if v > b.get(k, 0)),
+                   key=lambda row: row[1] - row[2])
+    return grown[:limit]
+
+
+def sample_rows(samples: list[Sample], warmup_s: float) -> list[str]:
+    base = next((s for s in samples if s.t >= warmup_s), samples[0])
+    head = (f"{'t min':>7}{'RSS MiB':>10}{'vs warm KiB':>13}{'CPU %':>8}{'cached':>9}{'queue':>7}"
+            f"{'reconciles':>12}")
+    rows = [head, "-" * len(head)]
+    prev: Sample | None = None
+    for s in samples:
+        if prev is not None and s.t > prev.t:
+            cpu = f"{100 * (s.cpu_s - prev.cpu_s) / (s.t - prev.t):.1f}"
+            done = str(s.reconciles - prev.reconciles)
+        else:
+            cpu, done = "-", "-"
+        delta = f"{s.rss_kib - base.rss_kib:+d}" if s.t >= warmup_s else "(warm-up)"
+        rows.append(f"{s.t / 60:>7.1f}{s.rss_kib / 1024:>10.1f}{delta:>13}{cpu:>8}"
+                    f"{sum(s.cached.values()):>9}{s.depth:>7}{done:>12}")
+        prev = s
+    return rows
+
+
+# ---- against the manager process -----------------------------------------------------------------------
+async def take_sample(pid: int, metrics_url: str, t: float) -> Sample:
+    text = await asyncio.to_thread(phases.metrics_text, metrics_url)
+    cached, depth, reconciles = parse_metrics(text)
+    rss = vm_rss_kib(Path(f"/proc/{pid}/status").read_text())
+    return Sample(t, rss, bs.cpu_seconds(pid), cached, depth, reconciles)
+
+
+async def gc_dump(pid: int, path: Path, timeout: float = 120) -> Obj:
+    """The manager's live objects by type (the sitecustomize hook); {} if it did not answer."""
+    path.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return dict(json.loads(path.read_text()))
+        await asyncio.sleep(0.5)
+    return {}
+
+
+async def sample_loop(proc: Any, metrics_url: str, minutes: float, interval: float, warmup_s: float,
+                      dump: Path) -> tuple[list[Sample], Obj, Obj]:
+    samples: list[Sample] = []
+    warm: Obj = {}
+    started = time.monotonic()
+    k = 0
+    while True:
+        at = started + k * interval
+        if (delay := at - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+        if proc.poll() is not None:
+            raise SystemExit(f"manager exited ({proc.returncode}) during the soak")
+        s = await take_sample(proc.pid, metrics_url, time.monotonic() - started)
+        samples.append(s)
+        phases.log(f"soak {s.t / 60:5.1f} min: RSS {s.rss_kib / 1024:.1f} MiB, cached "
+                   f"{sum(s.cached.values())}, queue {s.depth}")
+        if not warm and s.t >= warmup_s:
+            warm = await gc_dump(proc.pid, dump)
+        if s.t >= minutes * 60 - 1:
+            break
+        k += 1
+    return samples, warm, await gc_dump(proc.pid, dump)
+
+
+def install_gc_hook(directory: Path, dump: Path) -> None:
+    """The manager started after this (bench_scale.manager_process copies os.environ) loads the hook."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), os.environ.get("PYTHONPATH")) if p)
+    os.environ[GC_DUMP_ENV] = str(dump)
+
+
+async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
+    gpu_nodes = max(4, math.ceil(args.n / 300))
+    info = cluster.up(profile="scale", gpu_nodes=gpu_nodes, log=phases.log)
+    manager_kc = cluster.user_kubeconfig(bs.MANAGER_USER, cluster.state_dir / "manager.kubeconfig")
+    dump = cluster.state_dir / "soak-gc.json"
+    install_gc_hook(cluster.state_dir / "soak-hook", dump)
+    out: Obj = {"load": os.getloadavg()}
+    warmup_s = 60 * min(args.warmup_minutes, args.minutes / 2)
+    async with await Client.from_kubeconfig(str(info.kubeconfig)) as admin:
+        await bs.setup(admin, gpu_nodes)
+        await bs._namespace(admin, NAMESPACE)
+        phases.log(f"soak: {args.n} {args.mode} InferenceServices")
+        with bs.manager_process(manager_kc, cluster.logs / "ome-manager.log", args.manager_arg) as mgr:
+            out["rollout"] = await bs.managed(admin, cluster, mgr.proc, args.n, args.mode, NAMESPACE)
+            phases.log(f"soak: {args.churn_rate:g} changes/s for {args.minutes:g} min")
+            churn = asyncio.create_task(phases.churn(admin, NAMESPACE, args.n, args.churn_rate,
+                                                     args.minutes * 60))
+            try:
+                samples, warm, end = await sample_loop(mgr.proc, mgr.metrics_url, args.minutes, args.interval,
+                                                       warmup_s, dump)
+            except BaseException:
+                churn.cancel()
+                raise
+            phases.log("soak: waiting for the last changes to settle (at most 60 s)")
+            out["churn"] = await churn
+    out.update(samples=samples, warm_gc=warm, end_gc=end, warmup_s=warmup_s)
+    return out
+
+
+def print_report(args: argparse.Namespace, out: Obj) -> None:
+    samples: list[Sample] = out["samples"]
+    warmup_s: float = out["warmup_s"]
+    load = "/".join(f"{x:.1f}" for x in out["load"])
+    rollout = out["rollout"]
+    print(f"\nbench_soak: N={args.n} {args.mode}, {args.churn_rate:g} changes/s for {args.minutes:g} min, "
+          f"cluster profile scale, {os.cpu_count()} cores (load average at start {load}), manager flags: "
+          f"{' '.join(args.manager_arg) or 'defaults'}")
+    print(f"rollout: all {args.n} Ready in {rollout['times'][-1]:.1f} s, peak RSS {rollout['rss']:.0f} MiB")
+    print("\n".join(sample_rows(samples, warmup_s)))
+    s = summarize(samples, warmup_s)
+    first, last = s["first"], s["last"]
+    verdict = "met" if s["met"] else "NOT met"
+    print(f"RSS from {first.t / 60:.1f} min (after the warm-up) to {last.t / 60:.1f} min: "
+          f"{first.rss_kib / 1024:.1f} -> {last.rss_kib / 1024:.1f} MiB, growth {100 * s['growth']:+.2f}%, "
+          f"slope {s['slope_kib_min']:+.1f} KiB/min over {s['samples']} samples "
+          f"(peak {s['peak_kib'] / 1024:.1f} MiB); target growth < {100 * GROWTH_TARGET:.0f}%: {verdict}")
+    resources = sorted(set(first.cached) | set(last.cached))
+    print("cached objects, warm-up -> end: " + ", ".join(
+        f"{r} {first.cached.get(r, 0)} -> {last.cached.get(r, 0)}" for r in resources))
+    c = out["churn"]
+    print(f"churn: {c['changes']} of {c['asked']} changes accepted ({c['rate']:.2f}/s); change -> "
+          f"observedGeneration p50 {phases.pct(c['gen'], .5):.2f} s p99 {phases.pct(c['gen'], .99):.2f} s, "
+          f"-> Ready p50 {phases.pct(c['ready'], .5):.2f} s p99 {phases.pct(c['ready'], .99):.2f} s "
+          f"(not seen within 60 s of the end: {c['missing_gen']} / {c['missing_ready']}); manager CPU "
+          f"{last.cpu_s - samples[0].cpu_s:.1f} s, {last.reconciles - samples[0].reconciles} reconciles")
+    warm, end = out["warm_gc"], out["end_gc"]
+    if not warm or not end:
+        print("python heap: the manager did not answer SIGUSR1 (no gc counts)")
+        return
+    print(f"python heap, warm-up -> end: gc-tracked objects {warm['objects']} -> {end['objects']} "
+          f"({end['objects'] - warm['objects']:+d}), allocated blocks {warm['blocks']} -> {end['blocks']} "
+          f"({end['blocks'] - warm['blocks']:+d}); types that grew most:")
+    for name, before, after in gc_growth(warm, end):
+        print(f"  {after - before:>+8d}  {before:>8} -> {after:<8} {name}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=100, help="InferenceServices")
+    parser.add_argument("--mode", choices=("RawDeployment", "OMENative"), default="RawDeployment")
+    parser.add_argument("--minutes", type=float, default=20.0, help="how long the churn runs")
+    parser.add_argument("--churn-rate", type=float, default=5.0, help="spec changes per second")
+    parser.add_argument("--interval", type=float, default=30.0, help="seconds between samples")
+    parser.add_argument("--warmup-minutes", type=float, default=2.0,
+                        help="growth is measured from the first sample after this (at most half the soak)")
+    parser.add_argument("--state-dir", type=Path, help="the cluster's directory (default: temporary)")
+    parser.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
+    parser.add_argument("--manager-arg", action="append", default=[], help="extra ome-manager flag (repeat)")
+    args = parser.parse_args()
+    state = args.state_dir or Path(tempfile.mkdtemp(prefix="ome-bench-soak-"))
+    cluster = Cluster(state)
+    cluster.down(quiet=True)  # fresh: `up` then starts from an empty store
+    try:
+        print_report(args, asyncio.run(run(args, cluster)))
+    finally:
+        if not args.keep:
+            cluster.down(quiet=True)
+            if args.state_dir is None:
+                shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""bench/bench_soak.py stays importable (with bench_scale and scale_phases, which it imports) and its
+figures are right: the metrics it reads, the growth verdict, the slope, and the manager's gc hook."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
+
+
+@pytest.fixture(scope="module")
+def soak() -> ModuleType:
+    assert (BENCH / "bench_soak.py").exists(), f"missing {BENCH / 'bench_soak.py'}"
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module("bench_soak")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+METRICS = """\
+# HELP ome_informer_cached_objects Objects held by informer stores.
+# TYPE ome_informer_cached_objects gauge
+ome_informer_cached_objects{resource="pods"} 120.0
+ome_informer_cached_objects{resource="deployments.apps"} 100.0
+workqueue_depth{name="inferenceservice"} 7.0
+workqueue_depth{name="autoscaler"} 3.0
+controller_runtime_reconcile_total{controller="inferenceservice",result="success"} 40.0
+controller_runtime_reconcile_total{controller="inferenceservice",result="error"} 2.0
+controller_runtime_reconcile_total{controller="autoscaler",result="success"} 8.0
+workqueue_adds_total{name="inferenceservice"} 999.0
+"""
+
+
+def test_parse_metrics(soak: ModuleType) -> None:
+    cached, depth, reconciles = soak.parse_metrics(METRICS)
+    assert cached == {"pods": 120, "deployments.apps": 100}
+    assert depth == 10
+    assert reconciles == 50
+
+
+def test_vm_rss(soak: ModuleType) -> None:
+    assert soak.vm_rss_kib("Name:\tpython\nVmHWM:\t  9000 kB\nVmRSS:\t  8192 kB\n") == 8192
+    with pytest.raises(ValueError):
+        soak.vm_rss_kib("Name:\tpython\n")
+    assert soak.vm_rss_kib(Path("/proc/self/status").read_text()) > 0
+
+
+def test_slope(soak: ModuleType) -> None:
+    assert soak.slope([0, 1, 2, 3], [10, 12, 14, 16]) == pytest.approx(2.0)
+    assert soak.slope([0, 1, 2], [5, 5, 5]) == pytest.approx(0.0)
+    assert soak.slope([1.0], [3.0]) != soak.slope([1.0], [3.0])  # nan: one point has no slope
+
+
+def _samples(soak: ModuleType, rss: list[int], every: float = 30.0) -> list:
+    return [soak.Sample(t=i * every, rss_kib=r, cpu_s=float(i), cached={"pods": 1}, depth=0, reconciles=i)
+            for i, r in enumerate(rss)]
+
+
+def test_growth_is_measured_from_the_end_of_the_warm_up(soak: ModuleType) -> None:
+    # The first minute doubles (caches filling); after it, 100000 -> 104000 KiB is 4%: met.
+    samples = _samples(soak, [50000, 80000, 100000, 101000, 102000, 103000, 104000])
+    s = soak.summarize(samples, warmup_s=60)
+    assert s["first"].rss_kib == 100000 and s["last"].rss_kib == 104000
+    assert s["growth"] == pytest.approx(0.04)
+    assert s["met"] is True
+    assert s["slope_kib_min"] == pytest.approx(2000.0)  # 1000 KiB per 30 s sample
+    assert s["peak_kib"] == 104000
+
+
+def test_growth_of_five_percent_is_not_met(soak: ModuleType) -> None:
+    s = soak.summarize(_samples(soak, [100000, 100000, 102000, 105000]), warmup_s=0)
+    assert s["growth"] == pytest.approx(0.05)
+    assert s["met"] is False
+
+
+def test_gc_growth_orders_by_increase(soak: ModuleType) -> None:
+    before = {"types": {"builtins.dict": 100, "builtins.list": 50, "x.Gone": 5}}
+    after = {"types": {"builtins.dict": 130, "builtins.list": 40, "x.New": 60}}
+    assert soak.gc_growth(before, after) == [("x.New", 0, 60), ("builtins.dict", 100, 130)]
+
+
+def test_sample_rows(soak: ModuleType) -> None:
+    rows = soak.sample_rows(_samples(soak, [1024, 2048, 3072]), warmup_s=30)
+    assert len(rows) == 2 + 3
+    assert "(warm-up)" in rows[2]
+    assert rows[3].split()[:3] == ["0.5", "2.0", "+0"]
+    assert rows[4].split()[:3] == ["1.0", "3.0", "+1024"]
+
+
+def test_gc_hook_dumps_live_objects_on_sigusr1(soak: ModuleType, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook the manager loads: a process that gets SIGUSR1 writes its gc-tracked objects by type."""
+    dump = tmp_path / "gc.json"
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)  # restored (removed) after the test
+    soak.install_gc_hook(tmp_path / "hook", dump)
+    assert os.environ[soak.GC_DUMP_ENV] == str(dump)
+    code = ("import os, signal\n"
+            "class Leaky: pass\n"
+            "kept = [Leaky() for _ in range(321)]\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=60)
+    body = json.loads(dump.read_text())
+    assert body["types"]["__main__.Leaky"] == 321
+    assert body["objects"] >= 321 and body["blocks"] > 0
