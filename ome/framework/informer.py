@@ -13,6 +13,8 @@ may be stale.
 
 An ADDED for a stored key arrives as MODIFIED and a MODIFIED for an unknown key as ADDED (the store
 decides, like client-go's HandleDeltas); a change that leaves the resourceVersion equal is dropped.
+Events of the first sync are stored as they arrive but reach handlers only once it is complete: each
+object then as one ADDED, with the cache already answering reads.
 """
 
 from __future__ import annotations
@@ -118,8 +120,12 @@ class Informer:
         return self.store.list()
 
     def add_handler(self, handler: Handler) -> None:
-        """Register a handler; objects already stored are replayed to it as ADDED (client-go does too)."""
+        """Register a handler; objects already stored are replayed to it as ADDED (client-go does too).
+
+        Before the first sync nothing is replayed: that sync tells every handler about every object."""
         self._handlers.append(handler)
+        if not self.has_synced:
+            return
         for obj in self.store.list():
             self._call(handler, "ADDED", obj, None)
 
@@ -149,8 +155,16 @@ class Informer:
     # Target of the reflector.
 
     def replace(self, objs: builtins.list[Obj], resource_version: str) -> None:
+        first = not self._synced.is_set()
         added, updated, deleted = self.store.replace(objs)
         self._synced.set()
+        if first:
+            # The first sync may have been stored piecemeal by `apply` already; handlers hear of every
+            # object once, as ADDED, only now that readers may read the cache (as on an empty store).
+            self._log.debug("Synced", resource_version=resource_version, objects=len(self.store))
+            for obj in self.store.list():
+                self._notify("ADDED", obj, None)
+            return
         self._log.debug(
             "Synced", resource_version=resource_version, objects=len(self.store),
             added=len(added), updated=len(updated), deleted=len(deleted),
@@ -163,6 +177,14 @@ class Informer:
             self._notify("DELETED", DeletedFinalStateUnknown(object_key(obj), obj), None)
 
     def apply(self, event_type: str, obj: Obj) -> None:
+        if not self._synced.is_set():
+            # An event of the first WatchList: stored now, so that work is spread over the stream;
+            # handlers are told at the first `replace`, when the cache answers reads.
+            if event_type == "DELETED":
+                self.store.delete(object_key(obj))
+            elif event_type in ("ADDED", "MODIFIED"):
+                self.store.upsert(obj)
+            return
         if event_type == "DELETED":
             self.store.delete(object_key(obj))
             self._notify("DELETED", obj, None)

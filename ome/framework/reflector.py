@@ -79,7 +79,7 @@ class Target(Protocol):
     """Where a reflector delivers state; both calls are synchronous and must not block.
 
     Until the first `replace`, `apply` may already carry objects of the initial WatchList, which that
-    `replace` then confirms (see `Reflector._buffer`).
+    `replace` then confirms or drops (see `Reflector._buffer`).
     """
 
     def replace(self, objs: list[Obj], resource_version: str) -> None: ...
@@ -252,10 +252,11 @@ class Reflector:
     def _buffer(self, buffered: dict[str, Obj], event_type: str, obj: Obj) -> bool:
         """Collect the initial state of a WatchList; True once it is complete and delivered.
 
-        Before the first sync the target also gets each event as it arrives, so storing and handling
-        10,000 objects is spread over the stream instead of holding the event loop in one `replace`
-        at the bookmark; that `replace` then only drops what a broken earlier attempt left behind.
-        Later relists stay atomic: the target's state is the previous sync until the new one is whole.
+        Before the first sync the target also gets each event as it arrives, so storing 10,000 objects
+        is spread over the stream instead of holding the event loop in one `replace` at the bookmark;
+        that `replace` then only drops what a broken earlier attempt left behind (the informer tells
+        its handlers at that `replace`). Later relists stay atomic: the target's state is the previous
+        sync until the new one is whole.
         """
         if event_type == "BOOKMARK":
             annotations = (obj.get("metadata") or {}).get("annotations") or {}

@@ -1,6 +1,6 @@
 """The reflector's first sync: WatchList events reach the store as they arrive (no one bulk replace
-holding the event loop at the bookmark), while later relists stay atomic; a first attempt that broke
-off is repaired by the sync that follows.
+holding the event loop at the bookmark) and the handlers once the sync is whole, while later relists
+stay atomic; a first attempt that broke off is repaired by the sync that follows.
 
 A scripted client stands in for the apiserver, so each test says exactly which events arrive when.
 """
@@ -72,20 +72,24 @@ def informer_over(client: ScriptedClient) -> tuple[Informer, list[tuple[str, str
     return informer, seen
 
 
-async def test_first_watch_list_stores_and_hands_out_objects_before_the_bookmark() -> None:
-    client = ScriptedClient([[("ADDED", cm("a", 5)), ("ADDED", cm("b", 3)), ("PAUSE", {}),
-                              ("BOOKMARK", bookmark(7))]])
+async def test_first_watch_list_stores_objects_before_the_bookmark_and_tells_handlers_at_it() -> None:
+    client = ScriptedClient([[("ADDED", cm("a", 5)), ("ADDED", cm("b", 3)), ("ADDED", cm("gone", 4)),
+                              ("DELETED", cm("gone", 6)), ("PAUSE", {}), ("BOOKMARK", bookmark(7))]])
     informer, seen = informer_over(client)
     informer.start()
     try:
         await asyncio.wait_for(client.paused.wait(), 2)
-        # Mid-stream: stored and handed to handlers already, but not synced (readers still refuse).
+        # Mid-stream: stored already, but not synced, and no handler told (it could not read the cache).
         assert sorted(informer.store.keys()) == ["ns/a", "ns/b"]
-        assert seen == [("ADDED", "a", False), ("ADDED", "b", False)]
+        assert seen == []
         assert not informer.has_synced
+        late: list[str] = []  # a handler registered mid-sync: no replay now, no repeat later
+        informer.add_handler(lambda t, obj, old: late.append(f"{t} {obj['metadata']['name']}"))
+        assert late == []
         client.gate.set()
         await informer.wait_for_sync(2)
-        assert seen == [("ADDED", "a", False), ("ADDED", "b", False)]  # the bookmark adds no repeat
+        assert seen == [("ADDED", "a", False), ("ADDED", "b", False)]  # once each, "gone" never
+        assert late == ["ADDED a", "ADDED b"]
         assert informer.last_sync_resource_version == "7"
     finally:
         await informer.stop()
@@ -128,8 +132,8 @@ async def test_a_first_watch_list_that_broke_off_is_repaired_by_the_list_that_fo
     try:
         await informer.wait_for_sync(2)
         assert sorted(informer.store.keys()) == ["ns/a", "ns/c"]
-        assert seen == [("ADDED", "a", False), ("ADDED", "b", False), ("ADDED", "c", False),
-                        ("DELETED", "b", True)]
+        # b, stored by the broken attempt, is dropped by the LIST; handlers never heard of it.
+        assert seen == [("ADDED", "a", False), ("ADDED", "c", False)]
         assert informer.last_sync_resource_version == "9"
     finally:
         await informer.stop()
