@@ -9,8 +9,9 @@ A policy hold keeps the scaler its policy last rendered (read back from the obje
 the spec on RawDeployment; when the policy never rendered, whatever runs is left as it is.
 
 A component's first status entry under an HPA is held back until the HPA controller has reported on the
-HPA (its conditions and counts are part of the entry), for at most `SCALER_REPORT_GRACE` after the HPA
-was created: one status write instead of one for the class and another for the HPA's report.
+HPA with the workload's count (its conditions and counts are part of the entry), for at most
+`SCALER_REPORT_GRACE` after the HPA was created: one status write instead of one for the class and more
+for the HPA's reports.
 """
 
 from __future__ import annotations
@@ -287,7 +288,7 @@ def awaiting_scaler_report(inputs: Inputs, desired: Desired, old: Mapping[str, A
     if autoscaling.managed_by(desired.klass) != "ome" or desired.resolution.hold is not None:
         return None
     hpa = inputs.hpa
-    if hpa is not None and (hpa.get("status") or {}).get("conditions"):
+    if hpa is not None and _reported(hpa, inputs.workload):
         return None
     # Not in the cache yet: applied in this pass, so as new as the service.
     created = ((hpa or inputs.isvc).get("metadata") or {}).get("creationTimestamp")
@@ -298,6 +299,17 @@ def awaiting_scaler_report(inputs: Inputs, desired: Desired, old: Mapping[str, A
     except ValueError:
         return None
     return SCALER_REPORT_GRACE - age if age < SCALER_REPORT_GRACE else None
+
+
+def _reported(hpa: Mapping[str, Any], workload: Mapping[str, Any] | None) -> bool:
+    """The HPA controller reported on the HPA, and counted the workload's replicas: an OMENative replica
+    reports its count (the scale subresource's status) only once its Instances are recorded, and an HPA
+    that synced before that reports again a sync later."""
+    status = hpa.get("status") or {}
+    if not status.get("conditions"):
+        return False
+    wanted = ((workload or {}).get("spec") or {}).get("replicas")
+    return not isinstance(wanted, int) or wanted < 1 or status.get("currentReplicas") == wanted
 
 
 def _copied_conditions(conditions: list[Mapping[str, Any]], now: str) -> list[Obj]:

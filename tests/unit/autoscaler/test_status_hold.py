@@ -12,7 +12,7 @@ from ome.api import resources as r
 from ome.config import inferenceservice_config as cfg
 from ome.controllers.autoscaler import decide
 from ome.controllers.autoscaler import reconciler as rec
-from tests.unit.autoscaler.test_reconciler import REQ, World, _entry, _put_isvc
+from tests.unit.autoscaler.test_reconciler import REQ, World, _entry, _put_isvc, _workload
 from tests.unit.autoscaler.test_reconciler import resolvers as resolvers  # noqa: F401 - the autouse fixture
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder
 
@@ -81,3 +81,19 @@ async def test_a_component_that_has_an_entry_is_reported_at_once() -> None:
     await _reconciler(world, CREATED + timedelta(seconds=5)).reconcile(REQ)
     assert _status_writes(world) == 1
     assert _entry(world)["autoscaler"]["class"] == "HPA"
+
+
+async def test_an_hpa_that_has_not_counted_the_replica_yet_is_waited_for() -> None:
+    world = World()
+    _put_isvc(world, deploymentMode="OMENative")
+    _workload(world, r.INFERENCE_REPLICAS, 1)  # created with its count by the InferenceService controller
+    now = CREATED + timedelta(seconds=5)
+    await _reconciler(world, now).reconcile(REQ)
+    hpa = _hpa(world)
+    hpa["status"] = {**REPORT, "currentReplicas": 0}  # synced before the replica recorded its Instance
+    result = await _reconciler(world, now + timedelta(seconds=10)).reconcile(REQ)
+    assert _status_writes(world) == 0 and result.requeue_after is not None
+    hpa["status"] = REPORT  # the next sync counts it
+    await _reconciler(world, now + timedelta(seconds=25)).reconcile(REQ)
+    assert _status_writes(world) == 1
+    assert _entry(world)["autoscaler"]["currentReplicas"] == 1
