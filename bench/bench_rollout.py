@@ -4,8 +4,8 @@ Prints the time until every Instance runs the new revision against the lower bou
 (waves x the time one new pod takes to serve), the API writes per Instance moved (both controllers), and
 the fewest serving Instances a pod watch saw at any moment (target: never below desired, within 1.5x of
 the bound), and a per-Instance step profile from the same watch (median gap between its surge pod's
-ADDED, scheduling, containers ready, gate open and Ready, then its old pod's gate closed, not Ready,
-deleting and gone, and from a pod gone to the next surge pod). Usage: bench_rollout.py KUBECONFIG [N]
+ADDED, scheduling, containers ready, gate open and Ready, then its old pod's gate closed, deleting and
+gone, and from a pod gone to the next surge pod). Usage: bench_rollout.py KUBECONFIG [N]
 """
 
 from __future__ import annotations
@@ -76,8 +76,7 @@ STEPS = (
     ("new containers ready", "new gate open"),
     ("new gate open", "new Ready"),
     ("new Ready", "old gate closed"),
-    ("old gate closed", "old not Ready"),
-    ("old not Ready", "old deleting"),
+    ("old gate closed", "old deleting"),  # the delete follows the close in the same pass
     ("old deleting", "old DELETED"),
 )
 """The per-Instance steps the profile times (median gap between consecutive observations)."""
@@ -107,8 +106,6 @@ class Watch:
         if name in self.old:
             if conds.get("ome.io/serving") == "False":
                 self._mark(index, "old gate closed")
-            if conds.get("Ready") == "False":
-                self._mark(index, "old not Ready")
             if pod["metadata"].get("deletionTimestamp"):
                 self._mark(index, "old deleting")
             if event == "DELETED":
