@@ -16,7 +16,8 @@ only re-confirms what the service already reports). An item waiting at `NORMAL` 
 
 Invariant: an item is in `_queued` (item -> priority) iff it is in `_dirty` and not in
 `_processing`. The deques may also hold stale entries (an item raised to `HIGH` leaves its
-`NORMAL` entry behind); `get()` skips an entry whose item is not queued at that deque's priority.
+`NORMAL` entry behind); `get()` skips an entry whose item is not queued at that deque's priority,
+and a raise compacts `NORMAL` once it holds more than twice as many entries as there are queued items.
 
 Delayed adds live in a heap served by one event-loop timer, re-armed only when the
 earliest deadline changes; a key waiting twice keeps the earlier deadline. Retries
@@ -44,6 +45,8 @@ T = TypeVar("T", bound=Hashable)
 
 NORMAL: Final = 0
 HIGH: Final = 1
+_STALE_SLACK: Final = 64
+"""Stale NORMAL entries tolerated beyond twice the queued items before the deque is compacted."""
 
 
 class _Delayed(Generic[T]):
@@ -122,6 +125,18 @@ class WorkQueue(Generic[T]):
         elif self._queued.get(item) == NORMAL:
             self._queued[item] = HIGH
             self._queues[HIGH].append(item)  # its NORMAL entry is now stale
+            if len(self._queues[NORMAL]) > 2 * len(self._queued) + _STALE_SLACK:
+                self._compact(NORMAL)
+
+    def _compact(self, priority: int) -> None:
+        """Drop a deque's stale entries, keeping the first live entry of each item (the one `_pop`
+        would take). `_pop` drops them only when it walks that deque: while HIGH items keep coming it
+        never walks NORMAL, and each raise of an item queued again at NORMAL left one more behind,
+        without bound (bench/bench_soak.py: thousands of keys held on a queue saturated by churn)."""
+        entries = self._queues[priority]
+        live = dict.fromkeys(item for item in entries if self._queued.get(item) == priority)
+        entries.clear()
+        entries.extend(live)
 
     def _enqueue(self, item: T, priority: int) -> None:
         self._queued[item] = priority
