@@ -74,6 +74,8 @@ def _ome_soak_gc_dump(signum, frame):
 
 if _PATH:
     _signal.signal(_signal.SIGUSR1, _ome_soak_gc_dump)
+    with open(f"{{_PATH}}.{{_os.getpid()}}.hooked", "w"):  # SIGUSR1's default would end the process
+        pass
 '''
 
 
@@ -177,7 +179,10 @@ async def take_sample(pid: int, metrics_url: str, t: float) -> Sample:
 
 
 async def gc_dump(pid: int, path: Path, timeout: float = 120) -> Obj:
-    """The manager's live objects by type (the sitecustomize hook); {} if it did not answer."""
+    """The manager's live objects by type (the sitecustomize hook); {} if the hook is not loaded (the
+    signal's default action would end the manager) or it did not answer."""
+    if not Path(f"{path}.{pid}.hooked").exists():
+        return {}
     path.unlink(missing_ok=True)
     os.kill(pid, signal.SIGUSR1)
     deadline = time.monotonic() + timeout

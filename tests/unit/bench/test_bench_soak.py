@@ -3,6 +3,7 @@ figures are right: the metrics it reads, the growth verdict, the slope, and the 
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import os
@@ -88,6 +89,17 @@ def test_gc_growth_orders_by_increase(soak: ModuleType) -> None:
     assert soak.gc_growth(before, after) == [("x.New", 0, 60), ("builtins.dict", 100, 130)]
 
 
+def test_gc_dump_never_signals_a_process_without_the_hook(soak: ModuleType, tmp_path: Path) -> None:
+    """Without the hook's mark SIGUSR1 would end the manager: no signal, no counts."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert asyncio.run(soak.gc_dump(sleeper.pid, tmp_path / "gc.json", timeout=1)) == {}
+        assert sleeper.poll() is None, "the process was signalled"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_sample_rows(soak: ModuleType) -> None:
     rows = soak.sample_rows(_samples(soak, [1024, 2048, 3072]), warmup_s=30)
     assert len(rows) == 2 + 3
@@ -108,7 +120,9 @@ def test_gc_hook_dumps_live_objects_on_sigusr1(soak: ModuleType, tmp_path: Path,
             "class Leaky: pass\n"
             "kept = [Leaky() for _ in range(321)]\n"
             "os.kill(os.getpid(), signal.SIGUSR1)\n")
-    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=60)
+    done = subprocess.run([sys.executable, "-c", code + "print(os.getpid())\n"], check=True,
+                          env=dict(os.environ), timeout=60, capture_output=True, text=True)
+    assert Path(f"{dump}.{done.stdout.strip()}.hooked").exists(), "the hook marks the process it loaded in"
     body = json.loads(dump.read_text())
     assert body["types"]["__main__.Leaky"] == 321
     assert body["objects"] >= 321 and body["blocks"] > 0
