@@ -18,7 +18,8 @@ controller's (one owner per field, so neither sees the other's write as a differ
 
 Writes are server-side applies stamped with a hash (no-op reconciles write nothing), under the field
 manager `ome-autoscaler-controller`, so the status entries it owns sit beside the InferenceService
-controller's.
+controller's. The watch event of one apply (the HPA's) re-runs a pass before the cache shows the other
+(the budget's); `AppliedVersions` keeps that pass from applying the same content again (`_apply`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ome.api import resources
 from ome.api.resources import Resource
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig, MetricProvider
+from ome.controllers import drift
 from ome.controllers.autoscaler import components as component_reader
 from ome.controllers.autoscaler import decide as deciding
 from ome.controllers.inferenceservice import converge, runtime_pinning
@@ -67,6 +69,56 @@ class Reader(runtime_pinning.Lister, Protocol):
 class Writer(converge.Writer, Protocol):
     async def patch(self, res: Resource, name: str, patch: Obj, namespace: str | None = None, *,
                     subresource: str | None = None) -> Obj: ...
+
+
+def _version(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+class AppliedVersions:
+    """(resource, namespace, name) -> (desired hash, resourceVersion) of this process's last apply.
+
+    While the cached object is older than that apply's answer, the cache has not shown our own write yet:
+    the desired object is compared with what we applied (same hash: skipped; another: applied, even when
+    it equals the stale cached copy). Once the cache shows that resourceVersion or a newer
+    one, the entry is dropped and the cached object alone decides (so an edit made after our apply is
+    undone). An object absent from the cache is never skipped: not yet seen and deleted by someone look
+    the same there. resourceVersions are compared as etcd's integers (see framework/written.py); one that
+    is not an integer never holds an apply back."""
+
+    def __init__(self, max_entries: int = 20_000) -> None:
+        self._max = max_entries
+        self._by_key: dict[tuple[str, str, str], tuple[str, int]] = {}
+
+    def newer(self, key: tuple[str, str, str], cached: Mapping[str, Any] | None) -> str | None:
+        """The hash of our last apply when `cached` predates it (the apiserver holds that content, not
+        the cached one); None when the cache decides."""
+        mine = self._by_key.get(key)
+        if mine is None:
+            return None
+        seen = _version(((cached or {}).get("metadata") or {}).get("resourceVersion"))
+        if cached is None or seen is None or seen >= mine[1]:
+            self._by_key.pop(key, None)  # caught up (or cannot tell): the cache decides
+            return None
+        return mine[0]
+
+    def record(self, key: tuple[str, str, str], desired_hash: str, answer: Mapping[str, Any] | None) -> None:
+        version = _version(((answer or {}).get("metadata") or {}).get("resourceVersion"))
+        self._by_key.pop(key, None)  # re-inserted last: the most recently written
+        if version is None:
+            return
+        self._by_key[key] = (desired_hash, version)
+        while len(self._by_key) > self._max:  # oldest first: objects no pass read again
+            del self._by_key[next(iter(self._by_key))]
+
+    def forget(self, key: tuple[str, str, str]) -> None:
+        self._by_key.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._by_key)
 
 
 class ComponentFailed(RetryError):
@@ -113,6 +165,7 @@ class AutoscalerReconciler:
         self._config_namespace = config_namespace
         self._config_source = config_source
         self._clock = clock
+        self._applied = AppliedVersions()
 
     async def reconcile(self, req: Request) -> Result:
         if self._config_source is not None:
@@ -250,18 +303,23 @@ class AutoscalerReconciler:
 
     async def _apply(self, desired: Obj, cached: Mapping[str, Any] | None) -> None:
         stamped = converge.stamp(desired)
-        if converge.up_to_date(stamped, cached):
-            return
+        res = converge.resource_of(stamped)
         meta = stamped["metadata"]
+        key = (res.name, str(meta.get("namespace") or ""), str(meta["name"]))
+        wanted = drift.desired_hash(stamped)
+        ours = self._applied.newer(key, cached)
+        if ours == wanted or (ours is None and converge.up_to_date(stamped, cached)):
+            return  # a cache older than our last apply is compared with that apply, not with itself
         log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
-        await self._writer.apply(converge.resource_of(stamped), stamped, field_manager=FIELD_MANAGER,
-                                 force=True)
+        answer = await self._writer.apply(res, stamped, field_manager=FIELD_MANAGER, force=True)
+        self._applied.record(key, wanted, answer)
 
     async def _delete(self, res: Resource, obj: Mapping[str, Any]) -> None:
         meta = obj["metadata"]
         if meta.get("deletionTimestamp"):
             return
         log.info("Deleting child", kind=res.kind, child=meta["name"])
+        self._applied.forget((res.name, str(meta.get("namespace") or ""), str(meta["name"])))
         try:
             await self._writer.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
         except (errors.NotFound, errors.Conflict):
