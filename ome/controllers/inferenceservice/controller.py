@@ -33,7 +33,7 @@ from typing import Any, Final, Protocol
 from ome.api import resources
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.controllers.inferenceservice import revision_gc, routing, runtime_pinning, watch_filters
+from ome.controllers.inferenceservice import pod_index, revision_gc, routing, runtime_pinning, watch_filters
 from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
 from ome.framework import predicates, transforms
 from ome.framework.cache import SharedCache
@@ -106,6 +106,7 @@ def add_to_manager(
     _watch_replicas(controller, cache)
     _watch_routing(controller, cache, reconciler.routing.resources())
     pods = cache.informer_for(resources.PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
+    pods.add_indexer(pod_index.INDEX, pod_index.index_by_service)  # how the reconciler reads its pods
     controller.watches(pods, _pod_owner, watch_filters.pod_changed)
     runtime_revisions = cache.informer_for(
         resources.CONTROLLER_REVISIONS,

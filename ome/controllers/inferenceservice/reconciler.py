@@ -50,7 +50,7 @@ from ome.api.resources import Resource
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.autoscaler.decide import initial_replicas
-from ome.controllers.inferenceservice import converge, routing, runtime_pinning, status, ttl
+from ome.controllers.inferenceservice import converge, pod_index, routing, runtime_pinning, status, ttl
 from ome.controllers.rolloutcoordination import condition as coordination_condition
 from ome.framework import errors
 from ome.framework.events import EventRecorder
@@ -587,7 +587,8 @@ class InferenceServiceReconciler:
     def _pods(self, isvc: Obj, component: str) -> list[Obj]:
         meta = isvc["metadata"]
         selector = naming.selector_labels(meta["name"], component)
-        return self._reader.list(resources.PODS, meta["namespace"], label_selector=selector)
+        service = (pod_index.INDEX, pod_index.key(meta["namespace"], meta["name"]))  # not the namespace's
+        return self._reader.list(resources.PODS, meta["namespace"], label_selector=selector, index=service)
 
 
 def _keep_model_status(isvc: Mapping[str, Any], computed: Obj, has_model: bool) -> Obj:
