@@ -14,7 +14,9 @@ from informers that cover the whole read: an informer of all namespaces, or of t
 selector, or one the read's `label_selector` implies (`{"app": "x"}` implies `app=x` and `app`). When
 informers exist but none covers the read, it raises `PartialListError`, naming their scopes. A read by
 `index` (objects by owner, say) is the exception: it answers from every informer of the resource in its
-namespace, and the result's `scope` names the selectors it came from. Every list is a `Listed`, a list
+namespace that keeps that index (a controller's own index, added to the one informer it reads, is not
+asked of the others; when none keeps it, KeyError), and the result's `scope` names the selectors it came
+from. Every list is a `Listed`, a list
 that carries its `scope`. `get` answers from any informer of the namespace: a NotFound from a scoped
 informer means "not in that scope".
 
@@ -217,7 +219,9 @@ class SharedCache:
             raise ValueError(f"label selector {label_selector!r}: only k=v and k requirements are read")
         result: dict[str, Obj] = {}  # keyed, since informers with different selectors may overlap
         if index is not None:
-            readers = self._readers(res, namespace)
+            readers = [i for i in self._readers(res, namespace) if index[0] in i.store.indexers]
+            if not readers:
+                raise KeyError(f"no informer of {res.name} keeps the index {index[0]!r}")
         else:
             readers = self._covering(res, namespace, wanted)
         for informer in readers:

@@ -12,6 +12,7 @@ from kubernetes_asyncio.client import Configuration
 
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.inferencereplica import setup as replica_setup
 from ome.controllers.inferenceservice import controller as isvc_controller
 from ome.controllers.inferenceservice import pod_index
 from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
@@ -39,7 +40,7 @@ def isvc(name: str, namespace: str) -> Obj:
 
 @pytest.fixture
 async def pods_cache() -> AsyncIterator[SharedCache]:
-    """The manager's cache as the controller wires it, its pod informer synced with three services' pods."""
+    """The manager's cache as the controllers wire it, its pod informers synced with three services' pods."""
     async with Client.from_configuration(Configuration(host="http://127.0.0.1:9")) as client:
         manager = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
                                                  install_signal_handlers=False))
@@ -51,6 +52,10 @@ async def pods_cache() -> AsyncIterator[SharedCache]:
                 pod("llama-engine-a", "prod", "llama", "engine")]  # same name, another namespace
         pods += [pod(f"other-{n}-engine", "demo", f"other-{n}", "engine") for n in range(50)]
         informer.replace(pods, "1")
+        # The OMENative controllers' pod informer (another selector, without the index) is not asked.
+        replica_pods = manager.cache.informer_for(resources.PODS, label_selector=replica_setup.CHILD_SELECTOR,
+                                                  transform=transforms.slim_pod)
+        replica_pods.replace([pod("llama-engine-a", "demo", "llama", "engine")], "1")
         yield manager.cache
 
 
@@ -86,3 +91,10 @@ async def test_a_components_pods_are_read_through_the_service_index(
 def test_pods_are_filed_under_namespace_and_service() -> None:
     assert pod_index.index_by_service(pod("p", "demo", "llama", "engine")) == ["demo/llama"]
     assert pod_index.index_by_service({"metadata": {"name": "p", "namespace": "demo", "labels": {}}}) == []
+
+
+async def test_an_index_read_asks_only_the_informers_that_keep_the_index(pods_cache: SharedCache) -> None:
+    with pytest.raises(KeyError, match="keeps the index 'nope'"):
+        pods_cache.list(resources.PODS, "demo", index=("nope", "x"))
+    found = pods_cache.list(resources.PODS, "demo", index=(pod_index.INDEX, pod_index.key("demo", "llama")))
+    assert found.scope == (isvc_controller.CHILD_SELECTOR,)
