@@ -168,11 +168,15 @@ async def test_every_read_command_over_a_served_service(client: Client, namespac
         rc, out, err = await kubectl_ome(kubeconfig, "rollout", "pause", name, *ns, "--yes")
         assert (rc, err) == (1, "error: action refused: no applicable active rollout or lifecycle work was observed\n")
 
-        # The projected replica leaves spec.replicas to its autoscaler: scale refuses an unset count.
+        # The projected replica is created with its count (minReplicas), so a server dry run of a manual
+        # scale passes every check and changes nothing (an unset count is refused: unit-tested).
+        replicas_before = (await client.get(INFERENCE_REPLICAS, f"{name}-engine", namespace))["spec"]["replicas"]
         rc, out, err = await kubectl_ome(kubeconfig, "scale", name, *ns, "--component", "engine", "--replicas", "2",
                                          "--override-autoscaler", "--yes", "--dry-run", "server")
-        assert (rc, out) == (1, "")
-        assert err == "error: manual scale requires complete current selected replica and Scale evidence\n"
+        assert rc == 0, err
+        assert f"/scale spec.replicas    {replicas_before} -> 2" in err, err
+        ir = await client.get(INFERENCE_REPLICAS, f"{name}-engine", namespace)
+        assert ir["spec"]["replicas"] == replicas_before
 
         rc, out, err = await kubectl_ome(kubeconfig, *start, "--yes", "-o", "json")
         assert rc == 0, err

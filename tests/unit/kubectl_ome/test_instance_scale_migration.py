@@ -255,3 +255,13 @@ async def test_migration_start_lookup_sends_nothing() -> None:
     other = "3f2a9c1e-7b4d-4c8e-9a6f-2d1b5e8c4a70"
     with pytest.raises(Conflict):
         await run([*argv, "--request-id", other], client)
+
+
+async def test_scale_refuses_a_replica_without_a_count() -> None:
+    unset = replica()
+    unset["spec"].pop("replicas", None)
+    client = cluster(isvc(), unset)
+    with pytest.raises(CliError, match="manual scale requires complete current selected replica and Scale evidence"):
+        await run(["scale", "chat", "-n", "prod", "--component", "engine", "--replicas", "3",
+                   "--override-autoscaler", "--yes"], client)
+    assert not client.patches
