@@ -130,6 +130,10 @@ async def ingress_ready(client: Client, namespace: str, name: str) -> tuple[str,
     return cond.get("status", ""), cond.get("reason", ""), cond.get("message", "")
 
 
+async def _reason_is(client: Client, namespace: str, name: str, reason: str) -> bool:
+    return (await ingress_ready(client, namespace, name))[1] == reason
+
+
 async def test_start_detects_the_gateway_api_and_envoy_gateway(client: Client, gateway_crds: list[str]) -> None:
     assert "httproutes.gateway.networking.k8s.io" in gateway_crds
     facts = await routing.detect(client)
@@ -295,7 +299,8 @@ async def test_switching_modes_leaves_only_the_right_objects(
         source.config = InferenceServiceConfig()
         ctrl.queue.add(Request(namespace, "sw"))
         await eventually(lambda: state((set(), set(), set(), {"sw"})))
-        assert (await ingress_ready(client, namespace, "sw"))[1] == "IngressDisabled"
+        # A new service's first status waits for it to be Ready (one status write), so poll for it.
+        await eventually(lambda: _reason_is(client, namespace, "sw", "IngressDisabled"), timeout=90)
         source.config = gateway_config(namespace)
         ctrl.queue.add(Request(namespace, "sw"))
         await eventually(lambda: state(({"sw", "sw-engine"}, {"sw"}, set(), set())))
