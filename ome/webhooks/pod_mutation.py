@@ -201,7 +201,9 @@ def mutate_pod(request: AdmissionRequest,
 
 
 def _annotations(pod: Obj) -> dict[str, Any]:
-    meta = pod.setdefault("metadata", {})
+    if not isinstance(pod.get("metadata"), dict):  # `metadata: null` in a review is still a pod to admit
+        pod["metadata"] = {}
+    meta = pod["metadata"]
     if not isinstance(meta.get("annotations"), dict):
         meta["annotations"] = {}
     annotations: dict[str, Any] = meta["annotations"]

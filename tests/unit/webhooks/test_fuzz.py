@@ -289,3 +289,10 @@ async def test_server_answers_each_review_as_its_class_requires(server: Any) -> 
                     answer = orjson.loads(await resp.read())
                     assert_answer(path, body, answer)
                     assert answer["response"]["uid"] == body["request"]["uid"]
+
+
+def test_a_pod_with_null_metadata_is_answered_by_the_rule() -> None:
+    """Found by the fuzz test: `metadata: null` made the pod webhook raise instead of admitting the pod."""
+    body = {"request": {"uid": "u", "kind": {"kind": "Pod"}, "operation": "CREATE",
+                        "object": {"metadata": None, "spec": {}}, "oldObject": None, "userInfo": None}}
+    assert_answer("/mutate-pods", body, asyncio.run(HANDLERS["/mutate-pods"](body)))
