@@ -620,16 +620,9 @@ def main() -> None:
     args = parser.parse_args()
     if unknown := set(args.sections) - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
-    state = args.state_dir or Path(tempfile.mkdtemp(prefix="ome-bench-scale-"))
-    cluster = Cluster(state)
-    cluster.down(quiet=True)  # fresh: `up` then starts from an empty store
-    try:
-        print_table(args, asyncio.run(run(args, cluster)))
-    finally:
-        if not args.keep:
-            cluster.down(quiet=True)
-            if args.state_dir is None:
-                shutil.rmtree(state, ignore_errors=True)
+    results = phases.on_fresh_cluster(args.state_dir, "ome-bench-scale-", args.keep,
+                                      lambda cluster: run(args, cluster))
+    print_table(args, results)
 
 
 if __name__ == "__main__":

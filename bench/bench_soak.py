@@ -24,10 +24,8 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -305,16 +303,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
     parser.add_argument("--manager-arg", action="append", default=[], help="extra ome-manager flag (repeat)")
     args = parser.parse_args()
-    state = args.state_dir or Path(tempfile.mkdtemp(prefix="ome-bench-soak-"))
-    cluster = Cluster(state)
-    cluster.down(quiet=True)  # fresh: `up` then starts from an empty store
-    try:
-        print_report(args, asyncio.run(run(args, cluster)))
-    finally:
-        if not args.keep:
-            cluster.down(quiet=True)
-            if args.state_dir is None:
-                shutil.rmtree(state, ignore_errors=True)
+    results = phases.on_fresh_cluster(args.state_dir, "ome-bench-soak-", args.keep,
+                                      lambda cluster: run(args, cluster))
+    print_report(args, results)
 
 
 if __name__ == "__main__":

@@ -16,16 +16,20 @@ import asyncio
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ome.api import resources
+from ome.devcluster.cluster import Cluster
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.resolution import naming
@@ -327,3 +331,22 @@ async def handover(leader: subprocess.Popen[bytes], standby_metrics: str, timeou
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
+
+
+T = TypeVar("T")
+
+
+def on_fresh_cluster(state_dir: Path | None, prefix: str, keep: bool,
+                     body: Callable[[Cluster], Coroutine[Any, Any, T]]) -> T:
+    """Runs `body` against a cluster started from an empty store (a temporary directory unless given),
+    torn down afterwards unless `keep`."""
+    state = state_dir or Path(tempfile.mkdtemp(prefix=prefix))
+    cluster = Cluster(state)
+    cluster.down(quiet=True)  # fresh: `up` then starts from an empty store
+    try:
+        return asyncio.run(body(cluster))
+    finally:
+        if not keep:
+            cluster.down(quiet=True)
+            if state_dir is None:
+                shutil.rmtree(state, ignore_errors=True)
