@@ -9,20 +9,11 @@ import pytest
 from prometheus_client import REGISTRY
 
 from ome.framework.workqueue import ShutDown, WorkQueue
+from tests.unit.framework.queue_support import drain
 
 
 def _name() -> str:
     return f"test-{uuid.uuid4().hex[:8]}"
-
-
-async def _drain(queue: WorkQueue[str]) -> list[str]:
-    """Get and finish everything queued right now."""
-    items = []
-    while len(queue):
-        item = await queue.get()
-        items.append(item)
-        queue.done(item)
-    return items
 
 
 async def test_adds_of_a_waiting_item_are_merged_and_order_is_fifo() -> None:
@@ -30,7 +21,7 @@ async def test_adds_of_a_waiting_item_are_merged_and_order_is_fifo() -> None:
     for item in ["a", "b", "a", "c", "b"]:
         queue.add(item)
     assert len(queue) == 3
-    assert await _drain(queue) == ["a", "b", "c"]
+    assert await drain(queue) == ["a", "b", "c"]
 
 
 async def test_item_added_while_processing_is_queued_only_after_done() -> None:
@@ -42,7 +33,7 @@ async def test_item_added_while_processing_is_queued_only_after_done() -> None:
     assert len(queue) == 0, "a key being processed must not be handed to a second worker"
     queue.done(item)
     assert len(queue) == 1
-    assert await _drain(queue) == ["a"], "re-added during processing: runs exactly once more"
+    assert await drain(queue) == ["a"], "re-added during processing: runs exactly once more"
     assert len(queue) == 0
 
 
