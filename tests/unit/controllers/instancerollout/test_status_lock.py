@@ -39,10 +39,26 @@ async def test_newest_is_a_write_made_under_the_lock_until_the_cache_shows_it() 
     assert not written.behind(_obj(10)) and written.newest(_obj(9)) is None, "forgotten with the version"
 
 
-def _unready(world: World, name: str) -> None:
-    for cond in world.pods()[name]["status"]["conditions"]:
+def _slow_status_writes(world: World, timeline: list[str]) -> asyncio.Event:
+    """Gives the replica controller counts to write, keeps each replica status write in flight for five
+    turns of the loop and logs its start and end in `timeline`; the event is set when one starts."""
+    for cond in world.pods()["chat-engine-2-default-0"]["status"]["conditions"]:
         if cond["type"] == "Ready":
             cond["status"] = "False"
+    world.api.yields["chat-engine"] = 5
+    real = world.client.update_status
+    started = asyncio.Event()
+
+    async def logged(res: Any, obj: Obj) -> Obj:
+        timeline.append("status start")
+        started.set()
+        try:
+            return await real(res, obj)
+        finally:
+            timeline.append("status end")
+
+    world.client.update_status = logged  # type: ignore[method-assign]
+    return started
 
 
 async def test_the_two_reconcilers_never_have_status_writes_in_flight_at_once() -> None:
@@ -51,26 +67,13 @@ async def test_the_two_reconcilers_never_have_status_writes_in_flight_at_once() 
     mover = rollout(world)
     change_image(world, "img:2")
     await world.reconcile()  # the update revision
-    _unready(world, "chat-engine-2-default-0")  # the replica controller has counts to write
-    world.api.yields["chat-engine"] = 5  # a status write is in flight for five turns of the loop
     timeline: list[str] = []
-    real = world.client.update_status
-    started = asyncio.Event()
-
-    async def logged(res: Any, obj: Obj) -> Obj:
-        timeline.append("start")
-        started.set()
-        try:
-            return await real(res, obj)
-        finally:
-            timeline.append("end")
-
-    world.client.update_status = logged  # type: ignore[method-assign]
+    started = _slow_status_writes(world, timeline)
     rollout_pass = asyncio.create_task(mover.reconcile(REQ))
     await started.wait()
     await world.reconcile()  # its status write comes while the rollout's is in flight
     await rollout_pass
-    assert timeline == ["start", "end", "start", "end"], "one status write at a time"
+    assert timeline == ["status start", "status end"] * 2, "one status write at a time"
     assert "chat-engine-0-default-1" in world.pods(), "the surge started"
 
 
@@ -134,25 +137,14 @@ async def test_a_recorded_steps_pod_write_does_not_wait_for_the_other_status_wri
     await world.reconcile()
     await mover.reconcile(REQ)  # the surge pod is made; its containers get ready
     world.kubelet()
-    _unready(world, "chat-engine-2-default-0")  # the replica controller has counts to write
-    world.api.yields["chat-engine"] = 5
     timeline: list[str] = []
-    real_status, real_patch = world.client.update_status, world.client.patch
-    started = asyncio.Event()
-
-    async def status(res: Any, obj: Obj) -> Obj:
-        timeline.append("status start")
-        started.set()
-        try:
-            return await real_status(res, obj)
-        finally:
-            timeline.append("status end")
+    started = _slow_status_writes(world, timeline)
+    real_patch = world.client.patch
 
     async def patch(res: Any, name: str, body: Obj, *args: Any, **kwargs: Any) -> Obj:
         timeline.append(f"patch {name}")
         return await real_patch(res, name, body, *args, **kwargs)
 
-    world.client.update_status = status  # type: ignore[method-assign]
     world.client.patch = patch  # type: ignore[method-assign]
     replica_pass = asyncio.create_task(world.reconcile())
     await started.wait()
