@@ -91,6 +91,10 @@ PULL_FAILS = "pull-fails"
 publish a revision that fails for a reason of its own."""
 _PULL_FAILS_KEY = f"'.spec.containers.[] | select( .image | contains(\"{PULL_FAILS}\") ) | .name'"
 
+POD_START_DELAY = "pod-ready.stage.kwok.x-k8s.io/delay"
+"""A pod annotation (a duration such as "3s") that holds the pod in Pending that long before it runs:
+a model server's start time, for benchmarks whose pods should not start in milliseconds."""
+
 # Ready is True at once for pods without readiness gates; with gates it waits for the gate stages below.
 POD_READY = f"""
 apiVersion: kwok.x-k8s.io/v1alpha1
@@ -107,6 +111,10 @@ spec:
       operator: DoesNotExist
     - key: {_PULL_FAILS_KEY}
       operator: DoesNotExist
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{POD_START_DELAY}"]'
   next:""" + """
     statusTemplate: |
       {{ $now := Now }}

@@ -60,3 +60,13 @@ def test_a_gated_pod_follows_its_serving_gate_not_its_containers() -> None:
     for stage in _stages():
         if _sets_ready_true(stage) and stage["metadata"]["name"] != "pod-serving-gate-open":
             assert _requires(stage).get(".spec.readinessGates") == ("DoesNotExist", ()), stage["metadata"]["name"]
+
+
+def test_the_pod_start_stage_waits_as_long_as_the_pods_annotation_says_and_not_at_all_without_it() -> None:
+    """bench/bench_rollout.py --pod-start: a pod annotated with a duration is held in Pending that long
+    (a model server's start); an unannotated pod starts at once, as every e2e test expects."""
+    [start] = [s for s in _stages() if s["metadata"]["name"] == "pod-ready"]
+    delay = start["spec"]["delay"]
+    assert delay["durationMilliseconds"] == 0
+    assert delay["durationFrom"] == {
+        "expressionFrom": f'.metadata.annotations["{kwok_stages.POD_START_DELAY}"]'}
