@@ -12,12 +12,11 @@ Two priorities, as controller-runtime's priority queue has: `HIGH` items are han
 `NORMAL` ones. A controller adds a primary object whose spec generation its status has not observed
 yet at `HIGH`, so a spec change is not queued behind hundreds of child status events (each of which
 only re-confirms what the service already reports). An item waiting at `NORMAL` and added again at
-`HIGH` is raised; an item keeps the highest priority it was added with until it is handed out.
+`HIGH` is raised (moved to the end of `HIGH`); an item keeps the highest priority it was added with
+until it is handed out.
 
-Invariant: an item is in `_queued` (item -> priority) iff it is in `_dirty` and not in
-`_processing`. The deques may also hold stale entries (an item raised to `HIGH` leaves its
-`NORMAL` entry behind); `get()` skips an entry whose item is not queued at that deque's priority,
-and a raise compacts `NORMAL` once it holds more than twice as many entries as there are queued items.
+Invariant: an item is in exactly one of the two `_queues` (ordered sets, one per priority) iff it is
+in `_dirty` and not in `_processing`.
 
 Delayed adds live in a heap served by one event-loop timer, re-armed only when the
 earliest deadline changes; a key waiting twice keeps the earlier deadline. Retries
@@ -32,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Hashable
 from typing import Final, Generic, TypeVar
 
@@ -45,8 +44,6 @@ T = TypeVar("T", bound=Hashable)
 
 NORMAL: Final = 0
 HIGH: Final = 1
-_STALE_SLACK: Final = 64
-"""Stale NORMAL entries tolerated beyond twice the queued items before the deque is compacted."""
 
 
 class _Delayed(Generic[T]):
@@ -84,8 +81,8 @@ class WorkQueue(Generic[T]):
         self.name = name
         self._clock: ratelimit.Clock = clock or ratelimit.MonotonicClock()
         self._rate_limiter = rate_limiter or ratelimit.default_controller_rate_limiter(clock=clock)
-        self._queues: tuple[deque[T], deque[T]] = (deque(), deque())  # indexed by priority
-        self._queued: dict[T, int] = {}
+        # Indexed by priority; OrderedDict for O(1) removal of a raised item and popping the oldest.
+        self._queues: tuple[OrderedDict[T, None], OrderedDict[T, None]] = (OrderedDict(), OrderedDict())
         self._dirty: set[T] = set()
         self._urgent: set[T] = set()  # dirty items added at HIGH, while they are processed
         self._processing: set[T] = set()
@@ -122,36 +119,23 @@ class WorkQueue(Generic[T]):
     def _raise(self, item: T) -> None:
         if item in self._processing:
             self._urgent.add(item)
-        elif self._queued.get(item) == NORMAL:
-            self._queued[item] = HIGH
-            self._queues[HIGH].append(item)  # its NORMAL entry is now stale
-            if len(self._queues[NORMAL]) > 2 * len(self._queued) + _STALE_SLACK:
-                self._compact(NORMAL)
-
-    def _compact(self, priority: int) -> None:
-        """Drop a deque's stale entries, keeping the first live entry of each item (the one `_pop`
-        would take). `_pop` drops them only when it walks that deque: while HIGH items keep coming it
-        never walks NORMAL, and each raise of an item queued again at NORMAL left one more behind,
-        without bound (bench/bench_soak.py: thousands of keys held on a queue saturated by churn)."""
-        entries = self._queues[priority]
-        live = dict.fromkeys(item for item in entries if self._queued.get(item) == priority)
-        entries.clear()
-        entries.extend(live)
+        elif item in self._queues[NORMAL]:
+            del self._queues[NORMAL][item]
+            self._queues[HIGH][item] = None
 
     def _enqueue(self, item: T, priority: int) -> None:
-        self._queued[item] = priority
-        self._queues[priority].append(item)
+        self._queues[priority][item] = None
         self._wake_one()
 
     def __len__(self) -> int:
-        return len(self._queued)
+        return len(self._queues[NORMAL]) + len(self._queues[HIGH])
 
     async def get(self) -> T:
         """Wait for the next item and mark it processing; the caller must call `done(item)`.
 
         Raises `ShutDown` once the queue is shut down and empty.
         """
-        while not self._queued:
+        while not (self._queues[HIGH] or self._queues[NORMAL]):
             if self._shutting_down:
                 raise ShutDown
             waiter = asyncio.get_running_loop().create_future()
@@ -164,22 +148,12 @@ class WorkQueue(Generic[T]):
                 elif waiter in self._waiters:
                     self._waiters.remove(waiter)
                 raise
-        item = self._pop()
+        item = (self._queues[HIGH] or self._queues[NORMAL]).popitem(last=False)[0]
         if self._metrics is not None:
             self._metrics.get(item)
         self._processing.add(item)
         self._dirty.discard(item)
         return item
-
-    def _pop(self) -> T:
-        for priority in (HIGH, NORMAL):
-            entries = self._queues[priority]
-            while entries:
-                item = entries.popleft()
-                if self._queued.get(item) == priority:
-                    del self._queued[item]
-                    return item
-        raise AssertionError("an item was queued without a live deque entry")
 
     def done(self, item: T) -> None:
         """Finish processing `item`; if it was added meanwhile, queue it again (at the highest priority
