@@ -11,26 +11,22 @@ from the model's name alone).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import Any
 
 import pytest
 
 from ome.api import resources
-from ome.cmd import wiring
-from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.modelmetadata import job as metadata_job
 from ome.devcluster.kubeapi import KubeApi
 from ome.framework import errors
 from ome.framework.client import Client
-from tests.e2e.isvc_support import condition, create_when_served, eventually, in_process_manager, runtime_body
-from tests.e2e.test_pvc_metadata_job import ome_namespace
+from tests.e2e.isvc_support import condition, create_when_served, eventually, runtime_body
+from tests.e2e.test_pvc_metadata_job import pvc_manager
 from tests.e2e.test_pvc_model import (
     CLAIM,
     SUB_PATH,
     _assert_mounts_the_claim,
-    _claim_objects,
     _running_pods,
     metadata_job_of,
     write_result_as_the_agent,
@@ -58,15 +54,8 @@ async def test_cluster_base_model_runs_its_job_in_the_claims_namespace_and_serve
 ) -> None:
     model = f"llama-pvc-{namespace[-6:]}"
     runtime = f"vllm-cbm-{namespace[-6:]}"
-    async with ome_namespace(admin_api) as ome_ns:
-        pv, pvc = _claim_objects(namespace)
-        await client.create(resources.PVS, pv)
-        manager = in_process_manager(client)
-        wiring.add_controllers(manager, wiring.Settings(InferenceServiceConfig(), lws_served=False,
-                                                        config_namespace=ome_ns))
-        task = asyncio.create_task(manager.run())
+    async with pvc_manager(client, admin_api, namespace) as ome_ns:
         try:
-            await client.create(resources.PVCS, pvc, namespace)
             await create_when_served(client, resources.CLUSTER_BASE_MODELS, cluster_model(model, namespace))
 
             # "the metadata Job runs in the claim's namespace", owned by the cluster-scoped model.
@@ -154,10 +143,7 @@ async def test_cluster_base_model_runs_its_job_in_the_claims_namespace_and_serve
             await client.get(resources.SERVICE_ACCOUNTS, "ome-model-metadata", namespace)
             await client.get(resources.ROLE_BINDINGS, f"ome-model-metadata-{namespace}", ome_ns)
         finally:
-            manager.stop()
-            await asyncio.wait_for(task, 30)
-            for res, name in ((resources.CLUSTER_BASE_MODELS, model), (resources.CLUSTER_SERVING_RUNTIMES, runtime),
-                              (resources.PVS, pv["metadata"]["name"])):
+            for res, name in ((resources.CLUSTER_BASE_MODELS, model), (resources.CLUSTER_SERVING_RUNTIMES, runtime)):
                 with contextlib.suppress(errors.NotFound):
                     await client.delete(res, name)
 
