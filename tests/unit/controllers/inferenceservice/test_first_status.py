@@ -11,22 +11,13 @@ import pytest
 from ome.api import resources as r
 from ome.controllers.inferenceservice import status, watch_filters
 from ome.framework.reconcile import Request
-from tests.unit.controllers.inferenceservice.fakes import (
-    FakeRecorder,
-    FakeWorld,
-    fix_resolution,
-    make_reconciler,
-)
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
+pytestmark = pytest.mark.usefixtures("fixed_resolution")
 REQ = Request("demo", "llama")
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)  # builders.isvc's creationTimestamp
-
-
-@pytest.fixture(autouse=True)
-def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
-    fix_resolution(monkeypatch)
 
 
 def _status_writes(world: FakeWorld) -> int:

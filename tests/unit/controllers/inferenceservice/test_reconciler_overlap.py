@@ -18,12 +18,12 @@ from tests.unit.controllers.inferenceservice.fakes import (
     FakeRecorder,
     FakeWorld,
     established,
-    fix_resolution,
     make_reconciler,
 )
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
+pytestmark = pytest.mark.usefixtures("fixed_resolution")
 
 
 class OverlapWriter:
@@ -48,11 +48,6 @@ class OverlapWriter:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.world, name)
-
-
-@pytest.fixture(autouse=True)
-def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
-    fix_resolution(monkeypatch)
 
 
 async def test_children_are_applied_in_one_round_and_the_status_after_them() -> None:

@@ -11,23 +11,14 @@ import pytest
 from ome.api import resources as r
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework.reconcile import Request
-from tests.unit.controllers.inferenceservice.fakes import (
-    FakeRecorder,
-    FakeWorld,
-    fix_resolution,
-    make_reconciler,
-)
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
+pytestmark = pytest.mark.usefixtures("fixed_resolution")
 NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
 REQ = Request("demo", "llama")
 IDENTITY = (r.SERVICE_ACCOUNTS, r.ROLES, r.ROLE_BINDINGS)
-
-
-@pytest.fixture(autouse=True)
-def fixed_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
-    fix_resolution(monkeypatch)
 
 
 async def test_router_identity_is_created_owned_kept_and_removed_with_the_router() -> None:

@@ -16,23 +16,14 @@ from ome.framework import errors
 from ome.framework.reconcile import Request, RetryError
 from ome.resolution import components
 from ome.resolution import traffic_policy as tp
-from tests.unit.controllers.inferenceservice.fakes import (
-    FakeRecorder,
-    FakeWorld,
-    fix_resolution,
-    make_reconciler,
-)
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
+pytestmark = pytest.mark.usefixtures("fixed_resolution")
 NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
 REQ = Request("demo", "llama")
 ENVOY = routing.RoutingFacts(http_routes=True, translator=tp.ENVOY)
-
-
-@pytest.fixture(autouse=True)
-def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
-    fix_resolution(monkeypatch)
 
 
 def gateway_config(**entry: Any) -> InferenceServiceConfig:

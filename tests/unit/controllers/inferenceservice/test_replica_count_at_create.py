@@ -12,15 +12,11 @@ from ome.api import resources as r
 from ome.controllers.inferenceservice import converge
 from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
-from tests.unit.controllers.inferenceservice.fakes import (
-    FakeRecorder,
-    FakeWorld,
-    fix_resolution,
-    make_reconciler,
-)
+from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
+pytestmark = pytest.mark.usefixtures("fixed_resolution")
 REQ = Request("demo", "llama")
 
 
@@ -38,11 +34,6 @@ class Recording:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.world, name)
-
-
-@pytest.fixture(autouse=True)
-def resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
-    fix_resolution(monkeypatch)
 
 
 def _replica(world: FakeWorld) -> Obj:
