@@ -226,43 +226,51 @@ def _kept_component_conditions(old: Mapping[str, Any], observed: Observed) -> li
 def first_write_deferral(
     isvc: Mapping[str, Any], observed: Observed, computed: Mapping[str, Any], now: datetime
 ) -> float | None:
-    """Seconds to hold back the first status of a service that is still starting normally (requeue
-    then); None when it is to be written now. Only a service that never had a status is held, so a spec
-    change of a running one reports its observedGeneration at once."""
+    """Seconds to hold back the first status of a new service (requeue then), or None to write it now.
+
+    Written now when the service had a status before (a spec change of a running one reports its
+    observedGeneration at once), when it is not starting normally (`_starting_normally`), when it is
+    Ready with no OMENative serving gate still opening (the one write the hold is for), or once
+    FIRST_STATUS_GRACE has passed since its creation. Otherwise held for what is left of the grace."""
     old = isvc.get("status") or {}
     if old.get("observedGeneration") is not None or old.get("conditions"):
         return None
     created = (isvc.get("metadata") or {}).get("creationTimestamp")
-    if not created or not observed.plans or observed.referenced:
+    if not created or not _starting_normally(observed, computed):
         return None
-    if observed.runtime_error or observed.overlays_problem:
+    ready = (_find(computed, READY) or {}).get("status") == "True"
+    gates_opening = any(_gates_opening(observed.workloads.get(plan.component))
+                        for plan in observed.plans or () if plan.mode == modes.OMENATIVE)
+    if ready and not gates_opening:
         return None
-    for cond in computed.get("conditions") or ():
-        if cond.get("type") == READY or cond.get("status") == "True":
-            continue
-        if cond.get("type") not in {component_condition(p.component) for p in observed.plans}:
-            return None  # ingress, runtime or a foreign condition not True: a problem to report now
-        if cond.get("reason") not in _STARTING_REASONS:
-            return None
-    if (computed.get("modelStatus") or {}).get("transitionStatus") == "BlockedByFailedLoad":
-        return None
-    settling = False
-    for plan in observed.plans:
-        workload = observed.workloads.get(plan.component)
-        if plan.mode not in (modes.RAW_DEPLOYMENT, modes.OMENATIVE):
-            return None
-        if workload is not None and not _starting(plan.mode, workload):
-            return None
-        settling = settling or (plan.mode == modes.OMENATIVE and _gates_opening(workload))
-    conditions = computed.get("conditions") or ()
-    ready = any(c.get("type") == READY and c.get("status") == "True" for c in conditions)
-    if ready and not settling:
-        return None  # Ready: the one write this holds back for
     try:
         age = (now - parse_time(str(created))).total_seconds()
     except ValueError:
         return None
     return FIRST_STATUS_GRACE - age if age < FIRST_STATUS_GRACE else None
+
+
+def _starting_normally(observed: Observed, computed: Mapping[str, Any]) -> bool:
+    """Each component is the service's own Deployment or InferenceReplica (or not created yet) and
+    reports no problem, and each condition that is not True only says a component is still coming up:
+    no runtime, overlay, ingress or model load problem to report."""
+    if not observed.plans or observed.referenced or observed.runtime_error or observed.overlays_problem:
+        return False
+    components = {component_condition(plan.component) for plan in observed.plans}
+    for cond in computed.get("conditions") or ():
+        if cond.get("type") == READY or cond.get("status") == "True":
+            continue
+        if cond.get("type") not in components or cond.get("reason") not in _STARTING_REASONS:
+            return False  # ingress, runtime or a foreign condition not True, or a component failing
+    if (computed.get("modelStatus") or {}).get("transitionStatus") == "BlockedByFailedLoad":
+        return False
+    for plan in observed.plans:
+        if plan.mode not in (modes.RAW_DEPLOYMENT, modes.OMENATIVE):
+            return False
+        workload = observed.workloads.get(plan.component)
+        if workload is not None and not _starting(plan.mode, workload):
+            return False
+    return True
 
 
 def _gates_opening(replica: Mapping[str, Any] | None) -> bool:
