@@ -25,6 +25,7 @@ from ome.api.resources import INFERENCE_REPLICAS, NAMESPACES, PODS
 from ome.controllers import inferencereplica, instancerollout
 from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
+from ome.devcluster.crds import install_crds
 from ome.devcluster.kwok_stages import POD_START_DELAY
 from ome.framework.client import Client
 from ome.framework.manager import Manager, ManagerOptions
@@ -193,6 +194,7 @@ async def wait(client: Client, ns: str, n: int, interval: float = 0.5) -> None:
 
 async def main(kubeconfig: str, n: int, pod_start: str | None = None) -> None:
     client = await Client.from_kubeconfig(kubeconfig)
+    await install_crds(client)  # server-side apply: a no-op on a cluster that has them
     ns = f"bench-rollout-{uuid.uuid4().hex[:6]}"
     await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     await asyncio.sleep(2)  # default ServiceAccount
