@@ -11,6 +11,9 @@ Those two also take turns writing the status (`lock`): without it, during a roll
 both write and one of them lost with a 409 nearly every time. A write made under the lock is kept until
 the cache shows it, so the next writer plans from that write's answer (`newest`) at once.
 
+The autoscaler keeps its applies the same way (`LastWrites`, keyed by name with the hash of what it
+applied): the watch event of one apply re-runs a pass before the cache shows the other.
+
 resourceVersions are opaque to clients; etcd's are integers, which is what the comparison relies on. A
 value that is not an integer never holds a reconcile back.
 """
@@ -19,29 +22,70 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Hashable, Mapping
+from typing import Any, Final, Generic, TypeVar
 
 MAX_ENTRIES: Final = 20_000
 CACHE_LAG_REQUEUE: Final = 1.0
 """Seconds before a reconcile held back by `behind` runs again, should the write's watch event not come."""
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
-def _version(value: Any) -> int | None:
+
+def resource_version(obj: Mapping[str, Any] | None) -> int | None:
+    """`obj`'s resourceVersion as etcd's integer; None when there is none or it is not an integer."""
     try:
-        return int(str(value))
+        return int(str(((obj or {}).get("metadata") or {}).get("resourceVersion")))
     except ValueError:
         return None
 
 
-class WrittenVersions:
-    """uid -> resourceVersion of the last successful write of that object by this process."""
+class LastWrites(Generic[K, V]):
+    """key -> (resourceVersion, value) of this process's last write of an object, kept until the cache
+    shows that write; past `max_entries` the least recently written go first (objects no pass reads
+    again)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._max = max_entries
-        self._by_uid: dict[str, int] = {}
+        self._entries: dict[K, tuple[int, V]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: K) -> tuple[int, V] | None:
+        return self._entries.get(key)
+
+    def put(self, key: K, version: int, value: V) -> None:
+        self._entries.pop(key, None)  # re-inserted last: the most recently written
+        self._entries[key] = (version, value)
+        while len(self._entries) > self._max:
+            del self._entries[next(iter(self._entries))]
+
+    def forget(self, key: K) -> None:
+        self._entries.pop(key, None)
+
+    def ahead_of(self, key: K, cached: Mapping[str, Any] | None) -> tuple[int, V] | None:
+        """Our last write of `key` while `cached` (the cache's copy) is older than it. Otherwise None,
+        and the entry is dropped: the cache caught up, or its version (none, not an integer) cannot
+        hold anything back."""
+        mine = self._entries.get(key)
+        if mine is None:
+            return None
+        seen = resource_version(cached)
+        if seen is None or seen >= mine[0]:
+            del self._entries[key]
+            return None
+        return mine
+
+
+class WrittenVersions:
+    """uid -> resourceVersion of the last successful write of that object by this process, with the
+    object as written when that write was made under the object's `lock`."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._writes: LastWrites[str, Mapping[str, Any] | None] = LastWrites(max_entries)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._latest: dict[str, Mapping[str, Any]] = {}
 
     def lock(self, uid: str) -> asyncio.Lock:
         """One status writer at a time for the object among this process's reconcilers (the
@@ -55,43 +99,29 @@ class WrittenVersions:
         return found
 
     def record(self, written: Mapping[str, Any] | None) -> None:
-        meta = (written or {}).get("metadata") or {}
-        uid, version = meta.get("uid"), _version(meta.get("resourceVersion"))
+        uid, version = ((written or {}).get("metadata") or {}).get("uid"), resource_version(written)
         if not uid or version is None:
             return
-        previous = self._by_uid.pop(uid, None)  # re-inserted last: the most recently written
-        self._by_uid[uid] = version if previous is None else max(previous, version)
-        if written is not None and uid in self._locks and (previous is None or version >= previous):
-            self._latest[uid] = written  # a status two reconcilers share: `newest` plans from it
-        while len(self._by_uid) > self._max:  # oldest first: objects never read again
-            oldest = next(iter(self._by_uid))
-            del self._by_uid[oldest]
-            self._latest.pop(oldest, None)
+        previous = self._writes.get(uid)
+        if previous is not None and version < previous[0]:
+            self._writes.put(uid, *previous)  # an earlier write answered last: the newest one counts
+        elif uid in self._locks:
+            self._writes.put(uid, version, written)  # a status two reconcilers share: `newest` plans from it
+        else:
+            self._writes.put(uid, version, previous[1] if previous is not None else None)
 
     def newest(self, cached: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The object as this process last wrote it under its `lock`, when that is newer than
         `cached`: a pass can plan from the write's answer instead of waiting for its watch event."""
-        meta = cached.get("metadata") or {}
-        uid = str(meta.get("uid") or "")
-        latest = self._latest.get(uid)
-        seen = _version(meta.get("resourceVersion"))
-        if latest is None or seen is None:
+        mine = self._writes.get(str((cached.get("metadata") or {}).get("uid") or ""))
+        seen = resource_version(cached)
+        if mine is None or mine[1] is None or seen is None:
             return None
-        mine = _version((latest.get("metadata") or {}).get("resourceVersion"))
-        if mine is None or mine <= seen or mine != self._by_uid.get(uid):
+        version, latest = mine
+        if resource_version(latest) != version or version <= seen:
             return None  # the cache caught up, or a later write of ours is not kept (not under the lock)
         return latest
 
     def behind(self, cached: Mapping[str, Any]) -> bool:
         """True while `cached` is older than our last write of the same object."""
-        meta = cached.get("metadata") or {}
-        uid = str(meta.get("uid") or "")
-        wrote = self._by_uid.get(uid)
-        if wrote is None:
-            return False
-        seen = _version(meta.get("resourceVersion"))
-        if seen is None or seen >= wrote:
-            self._by_uid.pop(uid, None)  # the cache caught up
-            self._latest.pop(uid, None)
-            return False
-        return True
+        return self._writes.ahead_of(str((cached.get("metadata") or {}).get("uid") or ""), cached) is not None

@@ -43,6 +43,7 @@ from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
+from ome.framework.written import MAX_ENTRIES, LastWrites, resource_version
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import autoscaler_policy, autoscaling, modes, naming
 from ome.resolution.autoscaling import PolicyHold
@@ -71,54 +72,38 @@ class Writer(converge.Writer, Protocol):
                     subresource: str | None = None) -> Obj: ...
 
 
-def _version(value: Any) -> int | None:
-    try:
-        return int(str(value))
-    except ValueError:
-        return None
-
-
 class AppliedVersions:
-    """(resource, namespace, name) -> (desired hash, resourceVersion) of this process's last apply.
+    """(resource, namespace, name) -> the desired hash of this process's last apply, kept with that apply's
+    resourceVersion in framework/written.py's `LastWrites` (the mechanism WrittenVersions uses).
 
     While the cached object is older than that apply's answer, the cache has not shown our own write yet:
     the desired object is compared with what we applied (same hash: skipped; another: applied, even when
     it equals the stale cached copy). Once the cache shows that resourceVersion or a newer
     one, the entry is dropped and the cached object alone decides (so an edit made after our apply is
     undone). An object absent from the cache is never skipped: not yet seen and deleted by someone look
-    the same there. resourceVersions are compared as etcd's integers (see framework/written.py); one that
-    is not an integer never holds an apply back."""
+    the same there. Keyed by name, not uid: an object not in the cache has no uid to look up by."""
 
-    def __init__(self, max_entries: int = 20_000) -> None:
-        self._max = max_entries
-        self._by_key: dict[tuple[str, str, str], tuple[str, int]] = {}
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._applies: LastWrites[tuple[str, str, str], str] = LastWrites(max_entries)
 
     def newer(self, key: tuple[str, str, str], cached: Mapping[str, Any] | None) -> str | None:
         """The hash of our last apply when `cached` predates it (the apiserver holds that content, not
         the cached one); None when the cache decides."""
-        mine = self._by_key.get(key)
-        if mine is None:
-            return None
-        seen = _version(((cached or {}).get("metadata") or {}).get("resourceVersion"))
-        if cached is None or seen is None or seen >= mine[1]:
-            self._by_key.pop(key, None)  # caught up (or cannot tell): the cache decides
-            return None
-        return mine[0]
+        mine = self._applies.ahead_of(key, cached)
+        return None if mine is None else mine[1]
 
     def record(self, key: tuple[str, str, str], desired_hash: str, answer: Mapping[str, Any] | None) -> None:
-        version = _version(((answer or {}).get("metadata") or {}).get("resourceVersion"))
-        self._by_key.pop(key, None)  # re-inserted last: the most recently written
+        version = resource_version(answer)
         if version is None:
-            return
-        self._by_key[key] = (desired_hash, version)
-        while len(self._by_key) > self._max:  # oldest first: objects no pass read again
-            del self._by_key[next(iter(self._by_key))]
+            self._applies.forget(key)  # nothing to compare the cache with: it decides
+        else:
+            self._applies.put(key, version, desired_hash)
 
     def forget(self, key: tuple[str, str, str]) -> None:
-        self._by_key.pop(key, None)
+        self._applies.forget(key)
 
     def __len__(self) -> int:
-        return len(self._by_key)
+        return len(self._applies)
 
 
 class ComponentFailed(RetryError):
