@@ -22,6 +22,7 @@ from ome.framework.resources import Resource as ResourceType
 from ome.omenative.rollout_retry import RetryPolicy
 from ome.omenative.rollout_settings import RolloutSettings
 from ome.omenative.settings import InferenceReplicaSettings
+from tests.e2e.watching import watching
 
 Obj = dict[str, Any]
 pytestmark = pytest.mark.usefixtures("ome_crds")
@@ -167,21 +168,9 @@ class Sampler:
 @contextlib.asynccontextmanager
 async def sampling(client: Client, ns: str) -> AsyncIterator[Sampler]:
     sampler = Sampler()
-    items, rv = await client.list(PODS, ns)
-    sampler.pods = {p["metadata"]["name"]: p for p in items}
-
-    async def run() -> None:
-        async for event, pod in client.watch(PODS, ns, resource_version=rv, timeout_seconds=600):
-            if event in ("ADDED", "MODIFIED", "DELETED"):
-                sampler.observe(event, pod)
-
-    task = asyncio.create_task(run())
-    try:
+    async with watching(client, PODS, ns, sampler.observe) as items:
+        sampler.pods = {p["metadata"]["name"]: p for p in items}
         yield sampler
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
 
 
 async def pods_of(client: Client, ns: str) -> dict[str, Obj]:

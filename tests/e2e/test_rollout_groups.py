@@ -31,6 +31,7 @@ from tests.e2e.isvc_support import (
     manager_running,
     model_body,
 )
+from tests.e2e.watching import watching
 
 Obj = dict[str, Any]
 pytestmark = pytest.mark.usefixtures("ome_crds")
@@ -158,22 +159,10 @@ class PairWatch:
 
 @contextlib.asynccontextmanager
 async def watching_pods(client: Client, ns: str, watch: Any) -> AsyncIterator[None]:
-    items, rv = await client.list(PODS, ns)
-    for pod in items:
-        watch.observe("ADDED", pod)
-
-    async def run() -> None:
-        async for event, pod in client.watch(PODS, ns, resource_version=rv, timeout_seconds=600):
-            if event in ("ADDED", "MODIFIED", "DELETED"):
-                watch.observe(event, pod)
-
-    task = asyncio.create_task(run())
-    try:
+    async with watching(client, PODS, ns, watch.observe) as items:
+        for pod in items:
+            watch.observe("ADDED", pod)
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
 
 
 def env_of(pod: Obj) -> dict[str, str]:

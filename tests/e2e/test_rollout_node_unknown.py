@@ -27,6 +27,7 @@ from ome.framework.resources import NODES
 from ome.framework.timefmt import format_time, parse_time
 from tests.e2e.test_instance_rollout import manager as manager  # noqa: F401 - the fixture
 from tests.e2e.test_instance_rollout import replica, runners, set_runners, settled, until
+from tests.e2e.watching import watching
 
 Obj = dict[str, Any]
 pytestmark = pytest.mark.usefixtures("ome_crds")
@@ -70,24 +71,16 @@ async def node_silent(client: Client, node: str) -> AsyncIterator[None]:
 async def rows_seen(client: Client, ns: str, name: str) -> AsyncIterator[list[tuple[float, Obj]]]:
     """Instance 0's status row at every change of the replica (wall-clock time, row), from a watch."""
     seen: list[tuple[float, Obj]] = []
-    items, rv = await client.list(INFERENCE_REPLICAS, ns)
 
-    async def run() -> None:
-        async for event, obj in client.watch(INFERENCE_REPLICAS, ns, resource_version=rv, timeout_seconds=600):
-            if event != "MODIFIED" or obj["metadata"]["name"] != name:
-                continue
-            row = next((r for r in (obj.get("status") or {}).get("instanceStatuses") or []
-                        if r["index"] == 0), None)
-            if row is not None and (not seen or seen[-1][1] != row):
-                seen.append((time.time(), row))
+    def record(event: str, obj: Obj) -> None:
+        if event != "MODIFIED" or obj["metadata"]["name"] != name:
+            return
+        row = next((r for r in (obj.get("status") or {}).get("instanceStatuses") or [] if r["index"] == 0), None)
+        if row is not None and (not seen or seen[-1][1] != row):
+            seen.append((time.time(), row))
 
-    task = asyncio.create_task(run())
-    try:
+    async with watching(client, INFERENCE_REPLICAS, ns, record):
         yield seen
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
 
 
 def _waiting(row: Obj) -> str | None:
