@@ -14,6 +14,7 @@ from ome.config.durations import parse_duration
 from ome.config.inferenceservice_config import ConfigError, InferenceServiceConfig, UpdateRetry
 from ome.controllers.acceleratorclass import setup as acceleratorclass
 from ome.controllers.autoscaler import controller as autoscaler
+from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.controllers.autoscaler.reconciler import Features as AutoscalerFeatures
 from ome.controllers.benchmarkjob import setup as benchmarkjob
 from ome.controllers.inferencereplica import setup as inferencereplica
@@ -162,13 +163,15 @@ async def load_settings(client: Client, namespace: str) -> Settings:
 def add_controllers(manager: Manager, settings: Settings) -> None:
     source = ConfigSource(manager.client, settings.config_namespace, settings.config,
                           ttl=settings.config_cache_ttl)
+    scaling_entries = AutoscalerEntries()  # the autoscaler publishes, the InferenceService controller writes
     inferenceservice.add_to_manager(manager, settings.config, lws_served=settings.lws_served,
                                     config_namespace=settings.config_namespace,
                                     max_concurrent_reconciles=settings.inferenceservice_workers,
                                     revision_retention=settings.revision_retention,
                                     revision_grace=settings.revision_grace,
                                     config_source=source, routing_facts=settings.routing,
-                                    pod_monitor_served=settings.pod_monitor_served)
+                                    pod_monitor_served=settings.pod_monitor_served,
+                                    autoscaler_entries=scaling_entries)
     if settings.inferencereplica_controller:
         replica = dataclasses.replace(settings.replica_settings(),
                                       max_concurrent_reconciles=settings.inferencereplica_workers)
@@ -176,7 +179,7 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
     else:
         log.info("InferenceReplica controller disabled (--enable-inferencereplica-controller=false): "
                  "no pods are created or updated for OMENative services")
-    autoscaler.add_to_manager(manager, settings.config, features=settings.autoscaler,
+    autoscaler.add_to_manager(manager, settings.config, features=settings.autoscaler, entries=scaling_entries,
                               config_namespace=settings.config_namespace, config_source=source,
                               max_concurrent_reconciles=settings.inferenceservice_workers)
     if settings.inferencereplica_controller:  # the Instances' pods are the InferenceReplica controller's part

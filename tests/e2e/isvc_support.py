@@ -16,6 +16,7 @@ from typing import Any
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.autoscaler import controller as autoscaler_controller
+from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.controller import Controller
@@ -149,18 +150,20 @@ async def running_manager(
     from ome.controllers.inferenceservice import controller as isvc_controller
 
     manager = in_process_manager(client)
+    entries = AutoscalerEntries()
     ctrl = isvc_controller.add_to_manager(
         manager,
         config or InferenceServiceConfig(),
         max_concurrent_reconciles=2,
         config_namespace=config_namespace,
         config_source=config_source,
+        autoscaler_entries=entries,
     )
     writer = CountingWriter(client)
     ctrl._reconciler._writer = writer  # type: ignore[attr-defined]  # count writes without touching the client
     # HPAs, ScaledObjects and PDBs are the autoscaler controller's, next to it in the same manager.
     scaling = config or InferenceServiceConfig()
-    autoscaler_controller.add_to_manager(manager, scaling, config_namespace=config_namespace,
+    autoscaler_controller.add_to_manager(manager, scaling, config_namespace=config_namespace, entries=entries,
                                          features=await autoscaler_controller.detect(client, scaling))
     task = asyncio.create_task(manager.run())
     try:
@@ -216,8 +219,10 @@ async def grouped_rollout_manager(client: Client, config: InferenceServiceConfig
     from ome.omenative.settings import InferenceReplicaSettings  # noqa: PLC0415
 
     mgr = in_process_manager(client)
-    isvc_controller.add_to_manager(mgr, config, max_concurrent_reconciles=2, config_namespace="ome")
-    autoscaler_controller.add_to_manager(mgr, config, config_namespace="ome",
+    entries = AutoscalerEntries()
+    isvc_controller.add_to_manager(mgr, config, max_concurrent_reconciles=2, config_namespace="ome",
+                                   autoscaler_entries=entries)
+    autoscaler_controller.add_to_manager(mgr, config, config_namespace="ome", entries=entries,
                                          features=await autoscaler_controller.detect(client, config))
     inferencereplica.add_to_manager(mgr, InferenceReplicaSettings(status_encoding="Rows", retry_initial_delay=1.0))
     settings = RolloutSettings(retry=RetryPolicy(max_attempts=2, initial_delay=1.0, multiplier=1.0, max_delay=2.0),

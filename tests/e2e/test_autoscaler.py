@@ -23,6 +23,7 @@ import yaml
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
 from ome.controllers.autoscaler import controller as autoscaler
+from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferenceservice import controller as inferenceservice
 from ome.devcluster.crds import install_crds
@@ -105,10 +106,11 @@ async def running(client: Client, config: InferenceServiceConfig | None = None) 
     """The three controllers, KEDA and AutoscalerPolicy detected now, as ome-manager does at startup."""
     config = config or InferenceServiceConfig()
     manager = in_process_manager(client)
-    inferenceservice.add_to_manager(manager, config, max_concurrent_reconciles=2)
+    entries = AutoscalerEntries()  # the autoscaler's status entries, written by the InferenceService controller
+    inferenceservice.add_to_manager(manager, config, max_concurrent_reconciles=2, autoscaler_entries=entries)
     inferencereplica.add_to_manager(manager, InferenceReplicaSettings(status_encoding="Rows"))
     features = await autoscaler.detect(client, config)
-    autoscaler.add_to_manager(manager, config, features=features, max_concurrent_reconciles=2)
+    autoscaler.add_to_manager(manager, config, features=features, entries=entries, max_concurrent_reconciles=2)
     task = asyncio.create_task(manager.run())
     try:
         yield features

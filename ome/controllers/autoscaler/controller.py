@@ -1,6 +1,8 @@
 """Wire the autoscaler controllers into a manager.
 
-`autoscaler` (reconciler.py), keyed by InferenceService, watches:
+`autoscaler` (reconciler.py), keyed by InferenceService, publishes its status entries to the
+InferenceService controller's `AutoscalerEntries` (entries.py), which writes them: that controller is
+registered first and its entries passed here. It watches:
 
 - InferenceServices (spec, label and annotation changes: its own status writes do not bring it back);
 - owned HorizontalPodAutoscalers, PodDisruptionBudgets and, when KEDA's CRDs were served at start,
@@ -24,6 +26,7 @@ from typing import Final
 from ome.api import resources
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.controllers.autoscaler.policy_status import PolicyStatusReconciler
 from ome.controllers.autoscaler.reconciler import AutoscalerReconciler, Features
 from ome.controllers.inferenceservice import runtime_pinning, watch_filters
@@ -56,10 +59,17 @@ def add_to_manager(
     config: InferenceServiceConfig,
     *,
     features: Features,
+    entries: AutoscalerEntries,
     config_namespace: str = "ome",
     config_source: ConfigSource | None = None,
     max_concurrent_reconciles: int = 4,
 ) -> Controller:
+    """`entries` must be the ones the InferenceService controller of `manager` writes from
+    (inferenceservice.controller.add_to_manager's `autoscaler_entries`): entries nobody writes would be
+    lost, so entries without a subscriber are refused."""
+    if not entries.subscribed:
+        raise ValueError("the autoscaler's status entries are written by the InferenceService controller: "
+                         "register it first, with these entries")
     cache = manager.cache
     reconciler = AutoscalerReconciler(
         reader=cache,
@@ -67,6 +77,7 @@ def add_to_manager(
         recorder=EventRecorder(manager.client, EVENT_SOURCE),
         config=config,
         features=features,
+        entries=entries,
         config_namespace=config_namespace,
         config_source=config_source,
     )

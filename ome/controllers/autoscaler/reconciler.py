@@ -1,5 +1,5 @@
 """The autoscaler reconciler: each component's HPA or KEDA ScaledObject, its PodDisruptionBudget, the
-replica counts OME holds, and `status.components.<c>.autoscaler`.
+replica counts OME holds, and the entries of `status.components.<c>.autoscaler`.
 
 It runs next to the InferenceService controller in the same manager, reading the same cache; the
 InferenceService controller renders the workloads and never the autoscalers or budgets. Per component, in
@@ -10,16 +10,17 @@ order (engine, decoder, router), decide.py says what is wanted; this applies it:
 - a scaler or budget of ours that a stranger already holds under our name fails the component with
   `is not controlled by expected owner` (`failed to preflight ... PodDisruptionBudget` for a budget);
 - a component that fails logs `Failed to reconcile component`, skips the components after it and the
-  status write, and the key is retried with backoff;
+  status entries, and the key is retried with backoff;
 - a policy hold records an `AutoscalerPolicyHold` Warning event when it starts.
 
-It reports `status.components.<c>.autoscaler`; `scaleTargetRef` beside it is the InferenceService
-controller's (one owner per field, so neither sees the other's write as a difference).
+It writes no InferenceService status: it publishes the entries (entries.py) and the InferenceService
+reconciler, the one writer of that status, merges them into the status it writes (one write for both
+parts), queued by the publication when the status does not show them yet.
 
 Writes are server-side applies stamped with a hash (no-op reconciles write nothing), under the field
-manager `ome-autoscaler-controller`, so the status entries it owns sit beside the InferenceService
-controller's. The watch event of one apply (the HPA's) re-runs a pass before the cache shows the other
-(the budget's); `AppliedVersions` keeps that pass from applying the same content again (`_apply`).
+manager `ome-autoscaler-controller`. The watch event of one apply (the HPA's) re-runs a pass before the
+cache shows the other (the budget's); `AppliedVersions` keeps that pass from applying the same content
+again (`_apply`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig, MetricPro
 from ome.controllers import drift
 from ome.controllers.autoscaler import components as component_reader
 from ome.controllers.autoscaler import decide as deciding
+from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.controllers.inferenceservice import converge, runtime_pinning
 from ome.framework import errors
 from ome.framework.events import EventRecorder
@@ -138,6 +140,7 @@ class AutoscalerReconciler:
         recorder: EventRecorder,
         config: InferenceServiceConfig,
         features: Features,
+        entries: AutoscalerEntries,
         config_namespace: str = "ome",
         config_source: ConfigSource | None = None,
         clock: Callable[[], datetime] = _utcnow,
@@ -147,6 +150,7 @@ class AutoscalerReconciler:
         self._recorder = recorder
         self._config = config
         self._features = features
+        self._entries = entries
         self._config_namespace = config_namespace
         self._config_source = config_source
         self._clock = clock
@@ -157,6 +161,7 @@ class AutoscalerReconciler:
             self._config = await self._config_source.current()
         isvc = self._reader.get_or_none(resources.INFERENCE_SERVICES, req.name, req.namespace)
         if isvc is None or (isvc.get("metadata") or {}).get("deletionTimestamp"):
+            self._entries.forget(req.namespace, req.name)
             return Result()  # owner references take our objects away with the service
         found = component_reader.resolve(self._reader, isvc, self._config, self._config_namespace)
         if found is None:
@@ -176,9 +181,9 @@ class AutoscalerReconciler:
         await self._delete_removed(isvc, {c.plan.component for c in found})
         if failure is not None:
             raise failure
-        if holds:  # a new HPA's report is due: the entries are written with it (decide.SCALER_REPORT_GRACE)
+        if holds:  # a new HPA's report is due: the entries go out with it (decide.SCALER_REPORT_GRACE)
             return Result(requeue_after=min(holds))
-        await self._write_status(isvc, entries)
+        self._entries.publish(isvc, entries)  # the InferenceService reconciler writes them
         return Result()
 
     async def _component(self, isvc: Obj, component: component_reader.Component) -> tuple[Obj, float | None]:
@@ -210,7 +215,7 @@ class AutoscalerReconciler:
         if desired.scale_to is not None and inputs.workload is not None:
             await self._scale(plan.mode, inputs.workload, desired.scale_to)
         now = self._clock()
-        old = _old_autoscaler(isvc, plan.component)
+        old = self._old_autoscaler(isvc, plan.component)
         return (deciding.status_entry(inputs, desired, old, format_time(now)),
                 deciding.awaiting_scaler_report(inputs, desired, old, now))
 
@@ -325,7 +330,7 @@ class AutoscalerReconciler:
                     await self._delete(res, child)
 
     def _hold_event(self, isvc: Obj, component: str, hold: PolicyHold) -> None:
-        old = _old_autoscaler(isvc, component)
+        old = self._old_autoscaler(isvc, component)
         previous = next((c for c in old.get("conditions") or []
                          if c.get("type") == autoscaling.RESOLVED_CONDITION), None) or {}
         if previous.get("status") == "False" and previous.get("reason") == hold.reason:
@@ -333,35 +338,15 @@ class AutoscalerReconciler:
         self._recorder.event(isvc, "Warning", autoscaler_policy.HOLD_EVENT,
                              autoscaler_policy.hold_event_message(component, hold))
 
-    async def _write_status(self, isvc: Obj, entries: Mapping[str, Obj]) -> None:
-        current = (isvc.get("status") or {}).get("components") or {}
-        if not _differs(current, entries):
-            return
+    def _old_autoscaler(self, isvc: Obj, component: str) -> Obj:
+        """The component's entry as last reported: as published in this process (the status may not
+        show it yet, while a new service's first status is held back), else as the status has it."""
         meta = isvc["metadata"]
-        body = {
-            "apiVersion": "ome.io/v1beta1",
-            "kind": "InferenceService",
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-            "status": {"components": dict(entries)} if entries else {},
-        }
-        await self._writer.apply(resources.INFERENCE_SERVICES, body, field_manager=FIELD_MANAGER,
-                                 subresource="status")
-
-
-OWNED_ENTRY_FIELDS: Final = ("autoscaler",)
-
-
-def _old_autoscaler(isvc: Mapping[str, Any], component: str) -> Obj:
-    components = (isvc.get("status") or {}).get("components") or {}
-    return dict((components.get(component) or {}).get("autoscaler") or {})
-
-
-def _differs(current: Mapping[str, Any], entries: Mapping[str, Obj]) -> bool:
-    for component in set(current) | set(entries):
-        have, want = current.get(component) or {}, entries.get(component) or {}
-        if any(have.get(key) != want.get(key) for key in OWNED_ENTRY_FIELDS):
-            return True
-    return False
+        published = self._entries.published(meta.get("namespace", ""), meta["name"])
+        if published is not None:
+            return dict((published.get(component) or {}).get("autoscaler") or {})
+        components = (isvc.get("status") or {}).get("components") or {}
+        return dict((components.get(component) or {}).get("autoscaler") or {})
 
 
 def _controlled_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:

@@ -21,6 +21,10 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
 - runtime revisions (ControllerRevisions with the `ome.io/runtime-of` label) in the config namespace: a
   new or deleted revision re-reconciles the services that pin that runtime or name the revision.
 
+The autoscaler controller publishes `status.components.<c>.autoscaler` to this controller's
+`AutoscalerEntries` (autoscaler/entries.py), which queue this controller's key when the status does not
+show them yet: this controller writes the whole status.
+
 A second controller, `runtime-revision-gc` (revision_gc.py), prunes the runtime revisions.
 """
 
@@ -33,6 +37,7 @@ from typing import Any, Final, Protocol
 from ome.api import resources
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.controllers.inferenceservice import pod_index, revision_gc, routing, runtime_pinning, watch_filters
 from ome.controllers.inferenceservice.reconciler import InferenceServiceReconciler
 from ome.framework import predicates, transforms
@@ -74,11 +79,14 @@ def add_to_manager(
     config_source: ConfigSource | None = None,
     routing_facts: routing.RoutingFacts | None = None,
     pod_monitor_served: bool = False,
+    autoscaler_entries: AutoscalerEntries | None = None,
 ) -> Controller:
     """Register the controller; `lws_served` says whether the LeaderWorkerSet CRD is served
     (check it once at startup with `client.is_served(resources.LEADER_WORKER_SETS)`). Runtime revisions
-    live in `config_namespace`, OME's own namespace."""
+    live in `config_namespace`, OME's own namespace. `autoscaler_entries` are the ones the autoscaler
+    controller of this manager publishes to (none: no autoscaler runs, and no entry is reported)."""
     cache = manager.cache
+    entries = autoscaler_entries if autoscaler_entries is not None else AutoscalerEntries()
     reconciler = InferenceServiceReconciler(
         reader=cache,
         writer=manager.client,
@@ -89,8 +97,10 @@ def add_to_manager(
         config_source=config_source,
         routing_facts=routing_facts,
         pod_monitor_served=pod_monitor_served,
+        autoscaler_entries=entries,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
+    entries.subscribe(controller.queue.add)
     spec_or_meta = predicates.or_(
         predicates.generation_changed, predicates.labels_changed, predicates.annotations_changed
     )

@@ -6,6 +6,10 @@ cleanup of removed components, status. Reads come only from the shared cache; wr
 applies that happen only when a desired object changed or a field OME sets drifted out of band
 (converge.py), so a no-op reconcile writes nothing. The config is read once per reconcile.
 
+It is the one writer of the InferenceService status: the autoscaler controller's entries
+(`status.components.<c>.autoscaler`) are merged into every status written (autoscaler/entries.py), so a new
+service's first status carries them in the same write.
+
 A service with spec.replicaRefs takes its own path (no model, runtime or workload): per referenced role it
 reads the standalone InferenceReplica from the cache, keeps the stable Service `{isvc}-{role}` in front of
 the replica's pods and mirrors the replica into status. A replica that is missing or not a standalone
@@ -49,6 +53,7 @@ from ome.api import resources
 from ome.api.resources import Resource
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers.autoscaler import entries as scaler_entries
 from ome.controllers.autoscaler.decide import initial_replicas
 from ome.controllers.inferenceservice import converge, pod_index, routing, runtime_pinning, status, ttl
 from ome.controllers.rolloutcoordination import condition as coordination_condition
@@ -163,8 +168,11 @@ class InferenceServiceReconciler:
         config_source: ConfigSource | None = None,
         routing_facts: routing.RoutingFacts | None = None,
         pod_monitor_served: bool = False,
+        autoscaler_entries: scaler_entries.AutoscalerEntries | None = None,
     ) -> None:
         self._config_source = config_source
+        self.autoscaler_entries = (autoscaler_entries if autoscaler_entries is not None
+                                   else scaler_entries.AutoscalerEntries())
         self._pod_monitor_served = pod_monitor_served
         self.routing = routing.Routing(reader, recorder, routing_facts or routing.RoutingFacts())
         self._reader = reader
@@ -323,6 +331,8 @@ class InferenceServiceReconciler:
         )
         computed = status.compute(isvc, observed, self._config, format_time(now))
         held = None if failure is not None else status.first_write_deferral(isvc, observed, computed, now)
+        if held is not None and scaler_entries.reports_problem(self._published(isvc)):
+            held = None  # an autoscaler that cannot be resolved is reported at once
         if held is None or self._written_before(isvc):
             await self._write_status(isvc, computed)
             held = None
@@ -539,7 +549,8 @@ class InferenceServiceReconciler:
             baseline = written[2]
         else:
             self._status_written.pop(key, None)
-        if not status.differs(baseline, computed):
+        computed = scaler_entries.merge(computed, baseline, self._published(isvc))
+        if not status.differs(baseline, computed) and not scaler_entries.differs(baseline, computed):
             return
         body = {
             "apiVersion": "ome.io/v1beta1",
@@ -552,6 +563,21 @@ class InferenceServiceReconciler:
         )
         after = ((applied or {}).get("metadata") or {}).get("resourceVersion")
         self._status_written[key] = (meta.get("resourceVersion"), after, computed)
+        if scaler_entries.legacy_owner(applied):
+            await self._release_legacy_status(meta)
+
+    async def _release_legacy_status(self, meta: Mapping[str, Any]) -> None:
+        """An object the autoscaler wrote status entries on under its own manager: this controller owns
+        all it wants now (just applied), so an empty apply under that manager drops what only it held."""
+        log.info("Releasing the status fields of the autoscaler's former field manager")
+        body = {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService",
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}
+        await self._writer.apply(resources.INFERENCE_SERVICES, body, subresource="status",
+                                 field_manager=scaler_entries.LEGACY_FIELD_MANAGER)
+
+    def _published(self, isvc: Obj) -> Mapping[str, Obj] | None:
+        meta = isvc["metadata"]
+        return self.autoscaler_entries.published(meta.get("namespace", ""), meta["name"])
 
     # -- cache reads -------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from ome.api import resources as r
 from ome.api.resources import Resource
 from ome.config import inferenceservice_config as cfg
 from ome.controllers.autoscaler import reconciler as rec
+from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.framework import errors
 from ome.framework.reconcile import Request
 from ome.framework.store import OWNER_INDEX
@@ -29,11 +30,15 @@ PROVIDERS = '{"metricProviders": {"cluster-prometheus": {"serverAddress": "http:
 
 
 class World(FakeWorld):
-    """FakeWorld with the scale subresource, and status applies that merge per component as SSA does."""
+    """FakeWorld with the scale subresource; the entries the autoscaler publishes for the InferenceService
+    controller to write (`entries`), and the keys it queued there (`queued`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.scaled: list[tuple[str, str, int]] = []
+        self.entries = AutoscalerEntries()
+        self.queued: list[Request] = []
+        self.entries.subscribe(self.queued.append)
 
     async def patch(self, res: Resource, name: str, patch: Obj, namespace: str | None = None, *,
                     subresource: str | None = None) -> Obj:
@@ -51,13 +56,8 @@ class World(FakeWorld):
 
     async def apply(self, res: Resource, obj: Obj, *, field_manager: str, force: bool = True,
                     subresource: str | None = None) -> Obj:
-        if subresource != "status":
-            return await super().apply(res, obj, field_manager=field_manager, force=force)
-        self.writes.append(("apply/status", res.kind, obj["metadata"]["name"]))
-        current = self.get_or_none(res, obj["metadata"]["name"], obj["metadata"]["namespace"])
-        assert current is not None
-        current.setdefault("status", {})["components"] = copy.deepcopy(obj["status"].get("components") or {})
-        return current
+        assert subresource is None, "the InferenceService status is the InferenceService controller's to write"
+        return await super().apply(res, obj, field_manager=field_manager, force=force)
 
 
 @pytest.fixture(autouse=True)
@@ -85,7 +85,7 @@ def _reconciler(world: World, recorder: FakeRecorder | None = None, *, keda: boo
     return rec.AutoscalerReconciler(
         reader=world, writer=world, recorder=recorder or FakeRecorder(),  # type: ignore[arg-type]
         config=config or cfg.InferenceServiceConfig(),
-        features=rec.Features(keda_served=keda, policy_enabled=policy), clock=lambda: NOW,
+        features=rec.Features(keda_served=keda, policy_enabled=policy), entries=world.entries, clock=lambda: NOW,
     )
 
 
@@ -104,9 +104,8 @@ def _names(world: World, res: Resource) -> set[str]:
 
 
 def _entry(world: World, component: str = "engine") -> Obj:
-    isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
-    assert isvc is not None
-    return dict(((isvc.get("status") or {}).get("components") or {}).get(component) or {})
+    """The component's status entry as the autoscaler last published it."""
+    return dict((world.entries.published("demo", "llama") or {}).get(component) or {})
 
 
 def _workload(world: World, kind: Resource, replicas: int | None) -> Obj:
@@ -392,7 +391,7 @@ async def test_a_count_written_since_the_cache_was_read_is_never_overwritten() -
     reconciler = rec.AutoscalerReconciler(
         reader=reader, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
         config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
-        clock=lambda: NOW)
+        entries=world.entries, clock=lambda: NOW)
     reader.objects = world.objects
     with pytest.raises(errors.Conflict):
         await reconciler.reconcile(REQ)  # requeued; decided again from the fresh cache

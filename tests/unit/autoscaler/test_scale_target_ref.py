@@ -1,7 +1,7 @@
 """status.components.<c>.scaleTargetRef names what an autoscaler scales, for every mode that has one.
 
-The InferenceService controller reports it (one owner per field); the autoscaler controller reports
-`autoscaler` beside it.
+The InferenceService controller reports it, and the autoscaler's `autoscaler` entry beside it
+(tests/unit/controllers/inferenceservice/test_autoscaler_entries.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""A new component's autoscaler entry is written once, with the HPA controller's first report on the HPA,
-instead of once for the class and again for the report; the hold ends at the grace period."""
+"""A new component's autoscaler entry is published once (for the InferenceService controller to write),
+with the HPA controller's first report on the HPA, instead of once for the class and again for the report;
+the hold ends at the grace period."""
 
 from __future__ import annotations
 
@@ -26,12 +27,13 @@ def _reconciler(world: World, now: datetime) -> rec.AutoscalerReconciler:
     return rec.AutoscalerReconciler(
         reader=world, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
         config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=False, policy_enabled=False),
-        clock=lambda: now,
+        entries=world.entries, clock=lambda: now,
     )
 
 
 def _status_writes(world: World) -> int:
-    return sum(1 for verb, _, _ in world.writes if verb == "apply/status")
+    """Status writes asked of the InferenceService controller (its key queued with new entries)."""
+    return len(world.queued)
 
 
 def _hpa(world: World) -> dict[str, Any]:

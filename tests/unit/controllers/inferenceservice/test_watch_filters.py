@@ -16,6 +16,7 @@ from kubernetes_asyncio.client import Configuration
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.autoscaler import controller as autoscaler_controller
+from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.controllers.autoscaler.reconciler import Features
 from ome.controllers.inferenceservice import controller as isvc_controller
 from ome.controllers.inferenceservice.watch_filters import (
@@ -165,7 +166,10 @@ async def test_the_autoscaler_controller_skips_deployment_and_budget_status_but_
         manager = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
                                                  install_signal_handlers=False))
         features = Features(keda_served=False, policy_enabled=False)
-        controller = autoscaler_controller.add_to_manager(manager, InferenceServiceConfig(), features=features)
+        entries = AutoscalerEntries()
+        entries.subscribe(lambda req: None)  # the InferenceService controller's queue, not under test here
+        controller = autoscaler_controller.add_to_manager(manager, InferenceServiceConfig(), features=features,
+                                                          entries=entries)
         deployments = manager.cache.informer_for(resources.DEPLOYMENTS,
                                                  label_selector=autoscaler_controller.CHILD_SELECTOR)
         old = deployment()  # owned by svc
