@@ -118,13 +118,18 @@ class ManagerProcess:
         return match is not None and float(match.group(1)) == 1.0
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
+
+
+def stop_process(proc: subprocess.Popen[bytes], grace: float = 15) -> None:
+    """SIGTERM, then SIGKILL when the process has not ended within `grace` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _isvc(name: str, model: str) -> Obj:

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import http.client
 import os
-import signal
 import ssl
 import subprocess
 import sys
@@ -26,23 +25,13 @@ import pytest
 from ome.devcluster.cluster import Cluster, free_ports
 from ome.devcluster.kubeapi import KubeApi, KubeApiError
 from tests.e2e.isvc_support import eventually
-from tests.e2e.test_manager_process import _apply_yaml, _service_account_kubeconfig
+from tests.e2e.test_manager_process import _service_account_kubeconfig, manager_rbac, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SA_NAMESPACE = "ome"
 READER_ROLE = "ome-metrics-reader"
 MANAGER_USER = "system:serviceaccount:ome:ome-controller-manager"
-
-
-@pytest.fixture
-def manager_rbac(admin_api: KubeApi) -> None:
-    """Namespace `ome`, the manager's ServiceAccount, the generated roles and bindings, the operator config."""
-    with contextlib.suppress(KubeApiError):
-        admin_api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                "metadata": {"name": SA_NAMESPACE}})
-    for name in ("service_account.yaml", "role.yaml", "role_binding.yaml"):
-        _apply_yaml(admin_api, ROOT / "config" / "rbac" / name)
-    _apply_yaml(admin_api, ROOT / "config" / "configmap" / "inferenceservice-config.yaml")
+__all__ = ["manager_rbac"]  # the fixture, shared with test_manager_process
 
 
 def _token(api: KubeApi, namespace: str, service_account: str) -> str:
@@ -70,12 +59,7 @@ def secure_manager(manager_rbac: None, admin_api: KubeApi, kubeconfig: Path, ome
     try:
         yield metrics_port, log
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def _review_counts(cluster: Cluster | None) -> tuple[int, int]:
