@@ -23,7 +23,7 @@ import yaml
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
 from ome.controllers.autoscaler import controller as autoscaler
-from ome.controllers.autoscaler.entries import AutoscalerEntries
+from ome.controllers.autoscaler.entries import LEGACY_FIELD_MANAGER, AutoscalerEntries
 from ome.controllers.inferencereplica import setup as inferencereplica
 from ome.controllers.inferenceservice import controller as inferenceservice
 from ome.devcluster.crds import install_crds
@@ -360,3 +360,31 @@ async def test_omenative_pdb_counts_pods(client: Client, namespace: str, ome_crd
         await client.patch(resources.INFERENCE_REPLICAS, "chat-engine", {"spec": {"replicas": 3}}, namespace,
                            subresource="scale")
         await eventually(lambda: budget(8), timeout=120)  # follows the count: 3 x 3 - 1
+
+
+async def test_entries_an_earlier_autoscaler_wrote_under_its_own_manager_are_taken_over(
+    client: Client, namespace: str, ome_crds: list[str]
+) -> None:
+    """Earlier versions applied `status.components.<c>.autoscaler` under the autoscaler's own field manager;
+    the InferenceService controller, now the one writer, takes the entry over and a field only that manager
+    held (one the entry no longer has) goes, so the manager is left with nothing."""
+    async with catalog(client, namespace) as cat:
+        await client.create(resources.INFERENCE_SERVICES, isvc_body("old", {"model": {"name": cat.model},
+                                                                            "engine": {}}), namespace)
+        stale = {"class": "HPA", "managedBy": "ome", "specSource": "default", "shadowedPolicyRef": {"name": "gone"}}
+        await client.apply(resources.INFERENCE_SERVICES, {
+            "apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "old", "namespace": namespace},
+            "status": {"components": {"engine": {"autoscaler": stale}}}},
+            field_manager=LEGACY_FIELD_MANAGER, subresource="status")
+        async with running(client):
+
+            async def taken_over() -> Obj | None:
+                isvc = await client.get(resources.INFERENCE_SERVICES, "old", namespace)
+                auto = (((isvc.get("status") or {}).get("components") or {}).get("engine") or {}).get("autoscaler")
+                managers = {(m.get("manager"), m.get("subresource")) for m in isvc["metadata"].get("managedFields") or []}
+                if not auto or "shadowedPolicyRef" in auto or (LEGACY_FIELD_MANAGER, "status") in managers:
+                    return None
+                return auto
+
+            auto = await eventually(taken_over, timeout=90)
+            assert (auto["class"], auto["specSource"]) == ("HPA", "default")
