@@ -148,14 +148,18 @@ async def test_ttl_deletes_the_service_and_not_a_recreated_one(
                 return True
             return bool(obj["metadata"]["uid"] != first["metadata"]["uid"])
 
-        await eventually(gone, timeout=30)
-        events, _ = await client.list(resources.EVENTS, namespace)
-        assert any(
-            e["reason"] == "TTLExpired"
-            and e["type"] == "Normal"
-            and e["message"] == "Deleted because ttlSecondsAfterCreation=2 has passed"
-            for e in events
-        )
+        await eventually(gone, timeout=60)
+
+        async def announced() -> bool:  # the recorder writes events in the background
+            events, _ = await client.list(resources.EVENTS, namespace)
+            return any(
+                e["reason"] == "TTLExpired"
+                and e["type"] == "Normal"
+                and e["message"] == "Deleted because ttlSecondsAfterCreation=2 has passed"
+                for e in events
+            )
+
+        await eventually(announced, timeout=30)
 
         spec["ttlSecondsAfterCreation"] = 3600
         second = await client.create(resources.INFERENCE_SERVICES, isvc_body("short", spec), namespace)
