@@ -20,17 +20,19 @@ import os
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from contextvars import ContextVar
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.client import Configuration
 
 from ome.framework import errors, watch
+from ome.framework.kubeconfig import ConnectionSettings, incluster, load_kubeconfig
 from ome.framework.resources import Resource
 from ome.framework.transport import JSON, ClientSettings, Query, Transport
 from ome.framework.written import WrittenVersions
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import Configuration
 
 Obj = dict[str, Any]
 Selector = str | Mapping[str, str]
@@ -73,7 +75,7 @@ class Client:
 
     @classmethod
     def from_configuration(
-        cls, configuration: Configuration, settings: ClientSettings | None = None
+        cls, configuration: ConnectionSettings | Configuration, settings: ClientSettings | None = None
     ) -> Client:
         return cls(Transport(configuration, settings))
 
@@ -81,24 +83,20 @@ class Client:
     async def from_kubeconfig(
         cls, path: str | None = None, *, context: str | None = None, settings: ClientSettings | None = None
     ) -> Client:
-        """Load `path`, else $KUBECONFIG, else ~/.kube/config; exec and GCP tokens are refreshed."""
-        path = path or _default_kubeconfig()
-        configuration = Configuration()
-        loader = await k8s_config.load_kube_config(
-            config_file=path, context=context, client_configuration=configuration, persist_config=False
-        )
-        transport = Transport(configuration, settings)
-        user = getattr(loader, "_user", None) or {}
-        if loader.provider == "gcp" or "exec" in user:
-            transport.own_task(asyncio.create_task(k8s_config.refresh_token(loader, configuration)))
+        """Load `path`, else $KUBECONFIG, else ~/.kube/config; exec and GCP tokens are refreshed.
+
+        A bad kubeconfig raises `kubeconfig.ConfigError` (a ValueError) naming what is wrong.
+        """
+        connection = await load_kubeconfig(path, context=context)
+        transport = Transport(connection, settings)
+        if connection.refresh is not None:
+            transport.own_task(asyncio.create_task(connection.refresh()))
         return cls(transport)
 
     @classmethod
     def from_incluster(cls, settings: ClientSettings | None = None) -> Client:
         """The pod's service account; the token file is re-read every minute (bound tokens rotate)."""
-        configuration = Configuration()
-        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        return cls(Transport(configuration, settings))
+        return cls(Transport(incluster(), settings))
 
     @classmethod
     async def from_environment(
@@ -426,10 +424,6 @@ class Client:
         if not isinstance(decoded, dict):
             raise errors.TransportError(0, "BadResponse", f"{method} {path}: answer is not an object")
         return decoded
-
-
-def _default_kubeconfig() -> str:
-    return os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
 
 
 def _fill_items(page: Obj, res: Resource, transform: Callable[[Obj], Obj] | None) -> list[Obj]:

@@ -1,7 +1,8 @@
 """HTTP transport to the apiserver: two connection pools, auth, timeouts, Retry-After, error mapping.
 
-kubernetes-asyncio is used only to load the configuration (kubeconfig or in-cluster), which gives us
-the host, the TLS files and a bearer token with its refresh hook. We own the aiohttp sessions:
+`kubeconfig.ConnectionSettings` (from our kubeconfig or in-cluster loader, or adapted from a
+kubernetes-asyncio `Configuration`) gives the host, the TLS files and the token source. We own the aiohttp
+sessions:
 
 * one pool for requests and one for watches, because every open watch holds a connection for
   minutes and a shared pool would starve reads and writes (framework.md §1.2, rule 4);
@@ -25,16 +26,19 @@ import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
 import structlog
 from aiohttp.helpers import get_env_proxy_for_url
-from kubernetes_asyncio.client import Configuration
 from yarl import URL
 
 from ome.framework import errors
+from ome.framework.kubeconfig import ConnectionSettings, from_configuration
 from ome.framework.ratelimit import BucketRateLimiter
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import Configuration
 
 JSON: Final = "application/json"
 Query = Sequence[tuple[str, str]]
@@ -137,8 +141,13 @@ class Transport:
     warning_handler: Callable[[str], None] = staticmethod(log_warning)
     """Called with each `Warning` the apiserver returns (admission webhooks' warnings among them)."""
 
-    def __init__(self, configuration: Configuration, settings: ClientSettings | None = None) -> None:
-        self._config = configuration
+    def __init__(
+        self, configuration: ConnectionSettings | Configuration, settings: ClientSettings | None = None
+    ) -> None:
+        if not isinstance(configuration, ConnectionSettings):
+            configuration = from_configuration(configuration)
+        self._connection = configuration
+        self._token = configuration.token
         self._settings = settings or ClientSettings()
         self._throttle = (
             BucketRateLimiter(self._settings.qps, self._settings.burst) if self._settings.qps > 0 else None
@@ -307,11 +316,8 @@ class Transport:
         headers = {"Accept": accept}
         if content_type is not None:
             headers["Content-Type"] = content_type
-        # auth_settings() runs the refresh hook, which re-reads a rotated service-account token.
-        auth = await self._config.auth_settings()
-        bearer = auth.get("BearerToken")
-        if bearer and bearer.get("value"):
-            headers["Authorization"] = str(bearer["value"])
+        if self._token is not None and (value := await self._token.authorization()):
+            headers["Authorization"] = value
         return headers
 
 
@@ -327,15 +333,15 @@ async def read_or_raise(read: Any, what: str) -> bytes:
     return data
 
 
-def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
+def _ssl_context(connection: ConnectionSettings) -> ssl.SSLContext:
     """The same context kubernetes-asyncio builds in rest.py (kubeconfig data lands in temp files)."""
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
-    if not configuration.verify_ssl:
+    context = ssl.create_default_context(cafile=connection.ca_file)
+    if connection.cert_file:
+        context.load_cert_chain(connection.cert_file, keyfile=connection.key_file)
+    if not connection.verify_ssl:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    if getattr(configuration, "disable_strict_ssl_verification", False):
+    if connection.disable_strict_ssl_verification:
         context.verify_flags &= ~ssl.VERIFY_X509_STRICT
     return context
 

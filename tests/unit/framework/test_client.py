@@ -14,10 +14,9 @@ import orjson
 import pytest
 import yaml
 from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import incluster_config
 
 from ome.api import resources
-from ome.framework import certs, errors, watch
+from ome.framework import certs, errors, kubeconfig, watch
 from ome.framework.client import META_ACCEPT, META_LIST_ACCEPT, Client, fence_writes
 from ome.framework.transport import ClientSettings, RetryPolicy
 from tests.unit.framework.fake_apiserver import FakeApiServer
@@ -529,8 +528,8 @@ async def test_from_incluster_uses_the_service_account_token_and_ca(
 ) -> None:
     token = tmp_path / "token"
     token.write_text("sa-token")
-    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
-    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(pki["ca"]))
+    monkeypatch.setattr(kubeconfig, "SERVICE_TOKEN_PATH", str(token))
+    monkeypatch.setattr(kubeconfig, "SERVICE_CA_PATH", str(pki["ca"]))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", tls_fake.url.rsplit(":", 1)[1])
     monkeypatch.delenv("KUBECONFIG", raising=False)
