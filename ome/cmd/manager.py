@@ -179,7 +179,12 @@ async def run(args: argparse.Namespace) -> int:
     if args.enable_http2:
         log.warning("HTTP/2 requested with --enable-http2, but the metrics and webhook servers of this "
                     "implementation speak HTTP/1.1 only; serving HTTP/1.1")
-    client = await Client.from_environment(args.kubeconfig, rate_limit)
+    try:
+        client = await Client.from_environment(args.kubeconfig, rate_limit)
+    except (ValueError, OSError) as exc:  # kubeconfig.ConfigError, or TLS files the ssl module refuses
+        log.error("unable to get kubeconfig", error=str(exc))
+        print(f"ome-manager: unable to get kubeconfig: {exc}", file=sys.stderr)
+        return 1
     try:
         try:
             settings = await wiring.load_settings(client, args.config_namespace)

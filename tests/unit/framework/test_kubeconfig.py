@@ -318,3 +318,21 @@ def test_the_manager_never_imports_kubernetes_asyncio(tmp_path: Path) -> None:
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+async def test_the_manager_exits_1_naming_a_bad_kubeconfig(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ome.cmd import manager  # noqa: PLC0415
+    from ome.framework import log_setup  # noqa: PLC0415
+
+    path = write(tmp_path / "config", config(
+        {"k": {"server": "http://127.0.0.1:9"}}, {}, {"c": {"cluster": "k", "user": "ghost"}}, current="c",
+    ))  # fmt: skip
+    args = manager.parse_args(["--kubeconfig", str(path), "--webhook-port", "0",
+                               "--metrics-bind-address", "0", "--health-probe-bind-address", "0"])
+    log_setup.configure_from_zap_flags(args)
+    assert await manager.run(args) == 1  # not raised
+    err = capsys.readouterr().err
+    assert 'ome-manager: unable to get kubeconfig: user "ghost" of context "c" does not exist' in err
+    assert "Traceback" not in err
