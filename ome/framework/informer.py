@@ -22,11 +22,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import structlog
 
-from ome.framework import informer_metrics
+from ome.framework import informer_metrics, transforms
 from ome.framework.client import Client, Selector, selector_string
 from ome.framework.reflector import Reflector, ReflectorSettings, Transform
 from ome.framework.resources import Resource
@@ -62,9 +62,15 @@ def strip_managed_fields(obj: Obj) -> Obj:
     return obj
 
 
+def strip_and_intern(obj: Obj) -> Obj:
+    """The transform of informers that set none: managedFields dropped and short values shared
+    (transforms.intern_values). A custom transform (slim_pod) does its own interning of what it keeps."""
+    return cast(Obj, transforms.intern_values(strip_managed_fields(obj)))
+
+
 def _compose(custom: Transform | None) -> Transform:
     if custom is None:
-        return strip_managed_fields
+        return strip_and_intern
     return lambda obj: custom(strip_managed_fields(obj))
 
 

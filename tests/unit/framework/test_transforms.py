@@ -57,3 +57,32 @@ def test_keep_label_prefixes() -> None:
     out = keep_label_prefixes("models.ome.io/")(node)
     assert out["metadata"]["labels"] == {"models.ome.io/clusterbasemodel.m": "Ready"}
     assert out["metadata"]["name"] == "n"
+
+
+def test_intern_values_shares_short_values_between_decoded_objects_and_changes_nothing() -> None:
+    import json
+
+    from ome.framework.informer import _compose
+    from ome.framework.transforms import intern_values
+
+    text = json.dumps({"apiVersion": "apps/v1", "metadata": {"managedFields": [{"manager": "m"}],
+                                                             "labels": {"app": "x" + "y" * 3}},
+                       "spec": {"strategy": {"type": "Rolling" + "Update"}, "ports": [{"protocol": "T" + "CP"}],
+                                "args": ["--port", "80" + "80"], "big": "z" * 100}})
+    first, second = json.loads(text), json.loads(text)
+    assert first["spec"]["strategy"]["type"] is not second["spec"]["strategy"]["type"]  # the decoder's own
+    expected = json.loads(text)
+    assert intern_values(first) == expected
+    intern_values(second)
+    for path in (("apiVersion",), ("metadata", "labels", "app"), ("spec", "strategy", "type")):
+        a, b = first, second
+        for key in path:
+            a, b = a[key], b[key]
+        assert a is b, path
+    assert first["spec"]["ports"][0]["protocol"] is second["spec"]["ports"][0]["protocol"]
+    assert first["spec"]["args"][1] is second["spec"]["args"][1]
+    assert first["spec"]["big"] is not second["spec"]["big"]  # long values are left alone
+    # The default transform of an informer: managedFields dropped, values shared.
+    third = _compose(None)(json.loads(text))
+    assert "managedFields" not in third["metadata"]
+    assert third["spec"]["strategy"]["type"] is first["spec"]["strategy"]["type"]
