@@ -94,22 +94,14 @@ def intern_values(obj: Any) -> Any:
     condition types and reasons, "TCP", "ClusterIP", "RollingUpdate", "25%", label values): sharing them
     takes a third off a cached Deployment (12.3 -> 8.1 KiB) for ~30 us of work per decoded object.
     """
-    if obj.__class__ is dict:
-        for key, value in obj.items():
-            kind = value.__class__
-            if kind is str:
-                if len(value) < 64:
-                    obj[key] = _intern(value)
-            elif kind is dict or kind is list:
-                intern_values(value)
-    elif obj.__class__ is list:
-        for i, value in enumerate(obj):
-            kind = value.__class__
-            if kind is str:
-                if len(value) < 64:
-                    obj[i] = _intern(value)
-            elif kind is dict or kind is list:
-                intern_values(value)
+    kind = obj.__class__
+    entries = obj.items() if kind is dict else enumerate(obj) if kind is list else ()
+    for key, value in entries:  # values are replaced in place: the dict's size never changes
+        if value.__class__ is str:
+            if len(value) < 64:
+                obj[key] = _intern(value)
+        elif value.__class__ is dict or value.__class__ is list:
+            intern_values(value)
     return obj
 
 
