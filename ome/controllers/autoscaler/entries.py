@@ -85,11 +85,6 @@ def merge(status: Obj, old: Mapping[str, Any], published: Mapping[str, Obj] | No
     return merged
 
 
-def differs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether the autoscaler entries of status `new` differ from those of status `old`."""
-    return _differs((old.get("components") or {}), (new.get("components") or {}))
-
-
 def reports_problem(published: Mapping[str, Obj] | None) -> bool:
     """An entry says its autoscaler could not be resolved (AutoscalerResolved False): reported at once,
     not held back with a new service's first status."""

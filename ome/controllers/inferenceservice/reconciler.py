@@ -550,7 +550,7 @@ class InferenceServiceReconciler:
         else:
             self._status_written.pop(key, None)
         computed = scaler_entries.merge(computed, baseline, self._published(isvc))
-        if not status.differs(baseline, computed) and not scaler_entries.differs(baseline, computed):
+        if not status.differs(baseline, computed):
             return
         body = {
             "apiVersion": "ome.io/v1beta1",

@@ -191,8 +191,9 @@ OWNED_FIELDS: Final = (
 )
 FOREIGN_CONDITIONS: Final = frozenset({"RolloutPlanReady", "RolloutPlanDrift", "RolloutCoordinationReady"})
 """Conditions the rollout run and coordination controllers write; this controller keeps them."""
-COMPONENT_FIELDS: Final = ("url", "lifecycle", "scaleTargetRef")
-"""Within status.components.<c>, the fields this controller owns; other controllers report the rest."""
+COMPONENT_FIELDS: Final = ("url", "lifecycle", "scaleTargetRef", "autoscaler")
+"""Within status.components.<c>, the fields this controller writes (`autoscaler` as the autoscaler
+controller published it: autoscaler/entries.py)."""
 
 
 def differs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

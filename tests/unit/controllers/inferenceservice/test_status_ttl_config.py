@@ -84,10 +84,17 @@ def test_transition_time_moves_only_with_status() -> None:
 
 
 def test_differs_ignores_fields_of_other_controllers() -> None:
-    old = {"components": {"engine": {"url": "u", "autoscaler": {"class": "HPA"}}}, "rollout": {"x": 1}}
+    old = {"components": {"engine": {"url": "u", "canary": {"phase": "Paused"}}}, "rollout": {"x": 1}}
     assert not status.differs(old, {"components": {"engine": {"url": "u"}}})
     assert status.differs(old, {"components": {"engine": {}}})
     assert status.differs(old, {"components": {"engine": {"url": "u", "lifecycle": {"replicas": 1}}}})
+
+
+def test_differs_sees_the_autoscaler_entries_this_controller_writes_for_the_autoscaler() -> None:
+    old = {"components": {"engine": {"url": "u", "autoscaler": {"class": "HPA"}}}}
+    assert not status.differs(old, {"components": {"engine": {"url": "u", "autoscaler": {"class": "HPA"}}}})
+    assert status.differs(old, {"components": {"engine": {"url": "u", "autoscaler": {"class": "KEDA"}}}})
+    assert status.differs(old, {"components": {"engine": {"url": "u"}}})
 
 
 def test_virtual_status_url_uses_cluster_domain() -> None:
