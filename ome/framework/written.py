@@ -105,10 +105,8 @@ class WrittenVersions:
         previous = self._writes.get(uid)
         if previous is not None and version < previous[0]:
             self._writes.put(uid, *previous)  # an earlier write answered last: the newest one counts
-        elif uid in self._locks:
-            self._writes.put(uid, version, written)  # a status two reconcilers share: `newest` plans from it
-        else:
-            self._writes.put(uid, version, previous[1] if previous is not None else None)
+        else:  # a status two reconcilers share (written under its lock): `newest` plans from it
+            self._writes.put(uid, version, written if uid in self._locks else None)
 
     def newest(self, cached: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The object as this process last wrote it under its `lock`, when that is newer than
