@@ -38,7 +38,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig, MetricPro
 from ome.controllers import drift
 from ome.controllers.autoscaler import components as component_reader
 from ome.controllers.autoscaler import decide as deciding
-from ome.controllers.autoscaler.entries import AutoscalerEntries
+from ome.controllers.autoscaler.entries import LEGACY_FIELD_MANAGER, AutoscalerEntries
 from ome.controllers.inferenceservice import converge, runtime_pinning
 from ome.framework import errors
 from ome.framework.events import EventRecorder
@@ -52,7 +52,7 @@ from ome.resolution.autoscaling import PolicyHold
 
 Obj = dict[str, Any]
 
-FIELD_MANAGER: Final = "ome-autoscaler-controller"
+FIELD_MANAGER: Final = LEGACY_FIELD_MANAGER  # still its manager for the HPAs, ScaledObjects and PDBs
 log = structlog.get_logger("ome.controllers.autoscaler")
 
 _SCALER_RESOURCES: Final = {
