@@ -290,6 +290,13 @@ class Fleet:
             await asyncio.sleep(0.2)
         raise AssertionError(f"no manager led within {timeout}s; logs in {self.workdir}")
 
+    def leader_log(self, word: str, count: int = 12) -> list[str]:
+        """The leader's last `count` log lines that mention `word` (a CI failure keeps only the output)."""
+        m = self.leader()
+        if m is None:
+            return []
+        return [line for line in m.log.read_text(errors="replace").splitlines() if word in line][-count:]
+
     def stop(self) -> None:
         for m in self.procs:
             m.stop()
@@ -495,10 +502,14 @@ class Harness:
                 conds = [(c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
                          for c in (ir.get("status") or {}).get("conditions") or []]
                 lines.append(f"{name}-engine: {conds}")
+                st = ir.get("status") or {}
+                lines.append(f"  status (rv {ir['metadata'].get('resourceVersion')}): "
+                             f"{json.dumps({k: v for k, v in st.items() if k != 'conditions'})[:1500]}")
             mine = [e for e in events
                     if str((e.get("involvedObject") or {}).get("name", "")).startswith(name)]
             for e in mine[-5:]:
                 lines.append(f"  {e.get('type')} {e.get('reason')}: {str(e.get('message'))[:300]}")
+            lines += [f"  log: {line[:400]}" for line in self.fleet.leader_log(name)]
         return "\n".join(lines)
 
     async def wait_converged(self, timeout: float) -> tuple[Observation, float, int]:

@@ -128,7 +128,11 @@ class InferenceReplicaReconciler:
             return Result()
         if self._written.behind(replica):
             # The cache has not shown our last write of this replica (ours or the rollout's): a plan from
-            # the older status recreates a pod the rollout just drained. The write's event requeues it.
+            # the older status recreates a pod the rollout just drained. The write's event requeues it;
+            # a wait that lasts is logged like any other.
+            cached = replica["metadata"].get("resourceVersion")
+            self._log_waits(key, {"cache": f"the cache to show this process's last write of the replica "
+                                           f"(cached resourceVersion {cached})"})
             return Result(requeue_after=CACHE_LAG_REQUEUE)
         if not self.expectations.satisfied(key):
             # The pending pod events requeue this key; should they never come, the expectations expire
@@ -520,8 +524,12 @@ class InferenceReplicaReconciler:
         try:
             await self._client.delete(PODS, name, ns, uid=uid)
             self.writes += 1
-        except (errors.NotFound, errors.Conflict):  # gone, or another pod now holds the name
+        except (errors.NotFound, errors.Conflict) as exc:  # gone, or another pod now holds the name
             self.expectations.deletion_observed(key)
+            # Usual when someone else deleted it first (the pod GC, a user); said, because a pass that
+            # meets this again and again plans from a pod the watch never removed from the cache.
+            log.info("Pod to delete already gone", key=f"{key[0]}/{key[1]}", pod=name, uid=uid,
+                     status=exc.status)
         except BaseException:
             self.expectations.deletion_observed(key)
             raise

@@ -8,9 +8,13 @@ the InferenceReplica reconciler recreated the drained pod and the stray pod stay
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from structlog.testing import capture_logs
+
 from ome.api.resources import INFERENCE_REPLICAS, PODS
 from ome.framework.written import CACHE_LAG_REQUEUE
-from tests.unit.controllers.inferencereplica.world import World
+from tests.unit.controllers.inferencereplica.world import START, World
 
 
 async def test_a_drained_pod_is_not_recreated_from_a_replica_older_than_our_last_write() -> None:
@@ -37,3 +41,25 @@ async def test_a_drained_pod_is_not_recreated_from_a_replica_older_than_our_last
     assert list(world.pods()) == [pod]
     assert [r["phase"] for r in (world.replica() or {})["status"]["instanceStatuses"]] == ["Ready"]
     assert world.api.get(INFERENCE_REPLICAS, "chat-engine") is not None
+
+
+async def test_a_cache_that_stays_behind_our_write_is_logged_once_the_wait_lasted() -> None:
+    """Held back by the cache is silent while it is the usual moment; past the wait threshold it is
+    said, as every other wait is, so a watch that never brings the write is visible in the log."""
+    world = World()
+    await world.serving()
+    meta = (world.replica() or {})["metadata"]
+    world.client.written.record({"metadata": {"uid": meta["uid"],
+                                              "resourceVersion": str(int(meta["resourceVersion"]) + 1)}})
+    world.api.writes.clear()
+    with capture_logs() as logs:
+        await world.reconcile()
+    assert not [e for e in logs if e["event"] == "InferenceReplica waiting"]
+    world.now = START + timedelta(seconds=11)
+    with capture_logs() as logs:
+        result = await world.reconcile()
+    [line] = [e for e in logs if e["event"] == "InferenceReplica waiting"]
+    assert line["key"] == "ns/chat-engine" and line["instance"] == "cache"
+    assert line["waiting_on"] == ("the cache to show this process's last write of the replica "
+                                  f"(cached resourceVersion {meta['resourceVersion']})")
+    assert result.requeue_after == CACHE_LAG_REQUEUE and world.api.writes == []

@@ -262,3 +262,19 @@ async def test_a_conflict_from_a_status_write_is_raised_and_replanned() -> None:
     )
     with pytest.raises(errors.Conflict):
         await world.reconcile()
+
+
+async def test_a_pod_delete_answered_not_found_is_logged_and_lowers_the_expectations() -> None:
+    """The pod GC deleted the failed pod first: no error to back off on, but a line, since a pass that
+    meets this over and over plans from a pod the watch never took out of the cache."""
+    world = World()
+    await world.serving()
+    [name] = world.pods()
+    world.pods()[name]["status"]["phase"] = "Failed"
+    world.api.fail[("delete", name)] = errors.NotFound(404, "NotFound", f'pods "{name}" not found')
+    with capture_logs() as logs:
+        await world.reconcile()
+    [line] = [e for e in logs if e["event"] == "Pod to delete already gone"]
+    assert line["log_level"] == "info" and (line["key"], line["pod"], line["status"]) == (
+        "ns/chat-engine", name, 404)
+    assert world.expectations.satisfied(KEY)
