@@ -42,12 +42,16 @@ def replica_of(cache: SharedCache, isvc: Mapping[str, Any], component: str) -> O
 
 
 def members(
-    cache: SharedCache, isvc: Mapping[str, Any], defaults: Mapping[str, OperatorDefault]
+    cache: SharedCache, isvc: Mapping[str, Any], defaults: Mapping[str, OperatorDefault],
+    planned: Mapping[str, Any] | None = None,
 ) -> dict[str, Member]:
+    """The grouped components as members; `planned` (a replica a pass plans from, which may be newer
+    than its cached copy: the rollout's own last write) stands for its component."""
     out: dict[str, Member] = {}
     generation = (isvc.get("metadata") or {}).get("generation")
+    own = ((planned or {}).get("spec") or {}).get("component")
     for component in sorted(cplan.grouped_components(isvc)):
-        replica = replica_of(cache, isvc, component)
+        replica = planned if component == own else replica_of(cache, isvc, component)
         spec = (replica or {}).get("spec") or {}
         strategy = rollout_budget.effective(
             spec.get("lifecycle") or {}, defaults.get(component), spec.get("pacing") or {}
@@ -59,9 +63,9 @@ def members(
 
 def plan_for(
     cache: SharedCache, isvc: Mapping[str, Any], defaults: Mapping[str, OperatorDefault], now: datetime,
-    tolerance: int,
+    tolerance: int, planned: Mapping[str, Any] | None = None,
 ) -> cplan.CoordinationPlan:
-    return cplan.plan(isvc, members(cache, isvc, defaults), now, tolerance)
+    return cplan.plan(isvc, members(cache, isvc, defaults, planned), now, tolerance)
 
 
 def limit_for_replica(
@@ -69,12 +73,14 @@ def limit_for_replica(
     tolerance: int,
 ) -> tuple[Limit | None, float | None]:
     """The coordinator's limit on this replica's rollout now (None: not in a coordinated group), and
-    when to look again (a soak ending)."""
+    when to look again (a soak ending). The plan sees `replica` as given, not its cached copy: a rollout
+    planning from its newer write while the cache still shows the service and its peers settled on the
+    old revision would otherwise find no member rolling and no limit, and start ahead of its peers."""
     isvc = parent_of(cache, replica)
     component = (replica.get("spec") or {}).get("component")
     if isvc is None or component not in cplan.grouped_components(isvc):
         return None, None
-    found = plan_for(cache, isvc, defaults, now, tolerance)
+    found = plan_for(cache, isvc, defaults, now, tolerance, replica)
     return found.limits.get(str(component)), found.wake_after
 
 

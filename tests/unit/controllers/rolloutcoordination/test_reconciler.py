@@ -106,3 +106,20 @@ async def test_condition_limit_and_peer_env() -> None:
     assert observe.peer_env_for(api, engine, "x") == []  # type: ignore[arg-type]
     assert observe.limit_for_replica(api, engine, {}, NOW, 5) == (None, None)  # type: ignore[arg-type]
     assert condition.with_condition({"extra_conditions": ()}, api, plain, NOW) == {"extra_conditions": ()}
+
+
+async def test_the_limit_reads_the_replica_being_planned_not_an_older_cached_copy() -> None:
+    """Found by the e2e sequence test under load: the Instance rollout planned the engine from its own
+    newer write (the new update revision, written from the service's next generation) while the cache
+    still held the service and both replicas at the old one. The coordinator, reading only the cache,
+    saw a settled group and set no limit, so the engine rolled beside the decoder it should wait for."""
+    api = Api()
+    api.put(INFERENCE_SERVICES, isvc([{"components": ["decoder"], "soak": "1m"}, {"components": ["engine"]}]))
+    api.put(INFERENCE_REPLICAS, replica("engine", ["old"], "old", "old"))
+    api.put(INFERENCE_REPLICAS, replica("decoder", ["old"], "old", "old"))
+    planned = replica("engine", ["old"], "new", "old")  # what the rollout plans from: newer than the cache
+    planned["metadata"].update(generation=3, annotations={"ome.io/parent-generation": "5"})
+    planned["status"]["observedGeneration"] = 3
+    limit, _ = observe.limit_for_replica(api, planned, {}, NOW, 5)  # type: ignore[arg-type]
+    # Its peers have not shown the plan it was written from: it waits under the Plan gate.
+    assert limit is not None and (limit.total, limit.gate) == (0, "Plan"), limit
