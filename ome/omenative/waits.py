@@ -108,5 +108,15 @@ class WaitLog:
             wake = at - now if wake is None else min(wake, at - now)
         return due, (wake.total_seconds() if wake is not None else None)
 
+    def add(
+        self, owner: Hashable, instance: Hashable, reason: str, now: datetime
+    ) -> tuple[list[Due], float | None]:
+        """Record one more wait for `owner` and keep the others as they are: a pass that stops before
+        it plans the Instances (the cache behind, expectations pending) knows nothing new about theirs,
+        and replacing them would restart their clocks at every such pass."""
+        waits = {key: seen.reason for key, seen in self._seen.get(owner, {}).items()}
+        waits[instance] = reason
+        return self.update(owner, waits, now)
+
     def forget(self, owner: Hashable) -> None:
         self._seen.pop(owner, None)

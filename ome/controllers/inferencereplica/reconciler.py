@@ -131,15 +131,15 @@ class InferenceReplicaReconciler:
             # the older status recreates a pod the rollout just drained. The write's event requeues it;
             # a wait that lasts is logged like any other.
             cached = replica["metadata"].get("resourceVersion")
-            self._log_waits(key, {"cache": f"the cache to show this process's last write of the replica "
-                                           f"(cached resourceVersion {cached})"})
+            self._log_gate_wait(key, "cache", f"the cache to show this process's last write of the replica "
+                                              f"(cached resourceVersion {cached})")
             return Result(requeue_after=CACHE_LAG_REQUEUE)
         if not self.expectations.satisfied(key):
             # The pending pod events requeue this key; should they never come, the expectations expire
             # after their timeout, and this requeue finds them satisfied.
             adds, deletes = self.expectations.pending(key)
-            wake = self._log_waits(key, {"expectations": f"{max(adds, 0)} pod creation(s) and "
-                                                         f"{max(deletes, 0)} deletion(s) to be observed"})
+            wake = self._log_gate_wait(key, "expectations", f"{max(adds, 0)} pod creation(s) and "
+                                                            f"{max(deletes, 0)} deletion(s) to be observed")
             return Result(requeue_after=min(self._expectations_timeout, wake or self._expectations_timeout))
         if teardown.deleting(replica):
             return await self._teardown(replica)
@@ -215,13 +215,17 @@ class InferenceReplicaReconciler:
             if reason is not None:
                 found[int(row["index"])] = reason
                 ops[int(row["index"])] = row
-        return self._log_waits(key, found, ops)
+        return self._report_waits(key, *self._waits.update(key, found, self._now()), ops)
 
-    def _log_waits(
-        self, key: tuple[str, str], found: Mapping[Hashable, str], rows: Mapping[Hashable, Obj] | None = None
+    def _log_gate_wait(self, key: tuple[str, str], gate: str, reason: str) -> float | None:
+        """A pass held before planning: its wait joins the Instances' (`WaitLog.add`)."""
+        return self._report_waits(key, *self._waits.add(key, gate, reason, self._now()))
+
+    def _report_waits(
+        self, key: tuple[str, str], due: list[waits.Due], wake: float | None,
+        rows: Mapping[Hashable, Obj] | None = None,
     ) -> float | None:
         """Log the waits that are due (see `waits.WaitLog`); returns when the next line is due."""
-        due, wake = self._waits.update(key, found, self._now())
         for wait in due:
             row = (rows or {}).get(wait.instance) or {}
             operation = row.get("operation") or {}

@@ -44,3 +44,19 @@ def test_a_wait_is_logged_after_it_lasted_then_every_period_and_anew_when_it_cha
     due, wake = log.update("r", {0: "containers to be ready: p"}, later)  # a new wait starts its own clock
     assert due == [] and wake == 10.0
     assert log.update("r", {}, later) == ([], None)  # nothing waits: nothing is due
+
+
+def test_a_wait_added_by_a_pass_held_before_planning_keeps_the_instances_clocks() -> None:
+    log = waits.WaitLog(after=10, every=300)
+    log.update("r", {0: "pods to run: p"}, T0)
+    due, _ = log.add("r", "cache", "the cache to show our write", T0 + timedelta(seconds=5))
+    assert due == []
+    # The Instance's wait still dates from T0: due at T0 + 10 s, not restarted by the held pass.
+    due, _ = log.add("r", "cache", "the cache to show our write", T0 + timedelta(seconds=10))
+    assert due == [waits.Due(0, "pods to run: p", T0)]
+    # A full pass replaces the set: the held pass's wait is gone once the Instances are planned again,
+    # so a later hold starts its own clock (from T0 + 5 s it would be due now).
+    due, _ = log.update("r", {0: "pods to run: p"}, T0 + timedelta(seconds=12))
+    assert due == []
+    due, wake = log.add("r", "cache", "the cache to show our write", T0 + timedelta(seconds=20))
+    assert due == [] and wake == 10.0
