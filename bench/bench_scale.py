@@ -41,13 +41,17 @@ import scale_phases as phases  # noqa: E402
 
 from ome.api import resources  # noqa: E402
 from ome.config import inferenceservice_config  # noqa: E402
+from ome.controllers.autoscaler import decide as autoscaler_decide  # noqa: E402
 from ome.controllers.inferenceservice.converge import resource_of  # noqa: E402
+from ome.controllers.serving_gate import set_serving_gate  # noqa: E402
 from ome.devcluster.cluster import Cluster  # noqa: E402
 from ome.devcluster.crds import install_crds  # noqa: E402
 from ome.devcluster.operator_config import install_config, shipped_configmap  # noqa: E402
 from ome.framework import errors  # noqa: E402
 from ome.framework.client import Client  # noqa: E402
 from ome.models import labels as model_labels  # noqa: E402
+from ome.omenative import instance_names, pod_render, revisions  # noqa: E402
+from ome.omenative import services as omenative_services  # noqa: E402
 from ome.resolution import components, naming, objects, workload_metadata, workloads  # noqa: E402
 
 Obj = dict[str, Any]
@@ -85,22 +89,30 @@ def isvc_body(i: int, mode: str) -> Obj:
 
 
 # ---- (a) the raw floor: the same objects, rendered by the pure builders ------------------------------
-def _instance_pods(replica: Obj) -> list[Obj]:
-    """The pods the InferenceReplica controller would run for `replica` (one per runner slot)."""
-    pods = []
-    name = replica["metadata"]["name"]
-    for r in range(int(replica["spec"].get("replicas", 1))):
-        for runner in replica["spec"]["runners"]:
-            template = runner.get("template") or {}
-            for k in range(int(runner.get("size", 1))):
-                meta = template.get("metadata") or {}
-                pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
-                    "name": f"{name}-{r}-{runner['name']}-{k}", "labels": dict(meta.get("labels") or {}),
-                    "annotations": dict(meta.get("annotations") or {})}, "spec": template.get("spec") or {}})
-    return pods
+def _replica_objects(replica: Obj) -> list[Obj]:
+    """What the InferenceReplica controller creates for `replica`: its ControllerRevision, its headless
+    and revision Services, and the pods of every Instance (pod_render, as the controller renders them)."""
+    replica["metadata"].setdefault("uid", FAKE_UID)
+    data = revisions.from_replica(replica)
+    if data is None:
+        raise SystemExit(f"{replica['metadata']['name']}: the floor renders no replica without runners")
+    digest = revisions.revision_hash(data)
+    spec = replica["spec"]
+    out = [revisions.controller_revision(replica, data, 1),
+           omenative_services.headless_service(replica, data)]
+    out += omenative_services.revision_services(replica, digest, data)
+    replicas = int(spec.get("replicas") or 1)
+    for index in range(replicas):
+        ident = pod_render.PodIdentity(instance_names.base_name(replica), spec["component"], index, 0, "", 0,
+                                       digest, replicas, spec.get("topologyKey") or None)
+        out += pod_render.instance_pods(replica, data, ident)
+    return out
 
 
 def floor_objects(i: int, mode: str, namespace: str, model: Obj, runtime: Obj) -> list[Obj]:
+    """Every object the manager creates for service i, but the InferenceReplica itself (the manager,
+    started after the floor, would take it up): the workload or the replica's objects, the Services, and
+    the autoscaler controller's HPA and PodDisruptionBudget."""
     isvc = isvc_body(i, mode)
     isvc["metadata"].update(namespace=namespace, uid=FAKE_UID, generation=1)
     config = inferenceservice_config.parse(shipped_configmap(CONFIG_NS)["data"])  # what the manager reads
@@ -110,19 +122,46 @@ def floor_objects(i: int, mode: str, namespace: str, model: Obj, runtime: Obj) -
     out: list[Obj] = []
     for plan in plans:
         out += workloads.render_component(isvc, plan, config, lws_served=False)
+        runtime_component = runtime["spec"].get(components.RUNTIME_CONFIG_KEYS[plan.component]) or {}
+        out += autoscaler_decide.desired_objects(isvc, plan, runtime_component, config)
     if (target := workloads.external_target(plans)) is not None:
         out.append(objects.external_service(isvc, target))
     result: list[Obj] = []
     for obj in out:
-        obj["metadata"].pop("ownerReferences", None)  # the owner does not exist: GC would delete them
-        result += _instance_pods(obj) if obj["kind"] == "InferenceReplica" else [obj]
+        result += _replica_objects(obj) if obj["kind"] == "InferenceReplica" else [obj]
     for obj in result:
+        obj["metadata"].pop("ownerReferences", None)  # the owner does not exist: GC would delete them
+        obj["metadata"].pop("uid", None)
         obj["metadata"]["namespace"] = namespace
     return result
 
 
+async def _drop_floor_scalers(client: Client, namespace: str) -> None:
+    """The floor's HPAs and budgets would keep kube-controller-manager busy (an HPA sync every 15 s, a
+    budget's status) while the manager is measured: they go once the floor is timed."""
+    gate = asyncio.Semaphore(IN_FLIGHT)
+
+    async def drop(res: Any, name: str) -> None:
+        async with gate:
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(res, name, namespace)
+
+    for res in (resources.HPAS, resources.PDBS):
+        items, _ = await client.list(res, namespace)
+        await asyncio.gather(*(drop(res, item["metadata"]["name"]) for item in items))
+
+
 def _deployment_ready(d: Obj) -> bool:
     return int((d.get("status") or {}).get("readyReplicas") or 0) >= int(d["spec"].get("replicas", 1))
+
+
+def _gate_due(p: Obj) -> bool:
+    """A pod with the serving gate whose containers are ready and whose gate is not yet set."""
+    gated = any(g.get("conditionType") == instance_names.SERVING_GATE
+                for g in (p.get("spec") or {}).get("readinessGates") or [])
+    conditions = {c.get("type"): c.get("status") for c in (p.get("status") or {}).get("conditions") or []}
+    unset = instance_names.SERVING_GATE not in conditions
+    return gated and unset and conditions.get("ContainersReady") == "True"
 
 
 def _pod_ready(p: Obj) -> bool:
@@ -162,6 +201,8 @@ async def raw_floor(client: Client, n: int, mode: str, namespace: str, model: Ob
     seen: set[str] = set()
     res, ready = (resources.DEPLOYMENTS, _deployment_ready) if mode == "RawDeployment" else \
         (resources.PODS, _pod_ready)
+    opened: set[str] = set()
+    gates: list[asyncio.Task[bool]] = []
     while len(done) < n:
         if time.monotonic() - started > 1800:
             raise SystemExit(f"raw floor: only {len(done)}/{n} Ready after 1800 s")
@@ -169,6 +210,11 @@ async def raw_floor(client: Client, n: int, mode: str, namespace: str, model: Ob
         now = time.monotonic() - started
         for item in items:
             name = item["metadata"]["name"]
+            if name in owner and name not in opened and _gate_due(item):
+                # An Instance pod is Ready once its serving gate is open: the controller's write too.
+                opened.add(name)
+                gates.append(asyncio.create_task(
+                    set_serving_gate(client, namespace, name, "True", datetime.now(UTC))))
             if name in owner and name not in seen and ready(item):
                 seen.add(name)
                 i = owner[name]
@@ -176,6 +222,7 @@ async def raw_floor(client: Client, n: int, mode: str, namespace: str, model: Ob
                 if waiting[i] == 0:
                     done[i] = now
         await asyncio.sleep(0.25)
+    await asyncio.gather(*gates)
     kinds = collections.Counter(o["kind"] for objs in per_service for o in objs)
     return {"times": sorted(done.values()), "objects": sum(kinds.values()), "kinds": dict(kinds)}
 
@@ -458,11 +505,13 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
             floor0 = writes_by(cluster, FLOOR_USER)  # the audit log outlives `cluster down` in --state-dir
             out["floor"] = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
             out["floor_writes"] = sum((writes_by(cluster, FLOOR_USER) - floor0).values())
+            await _drop_floor_scalers(floor_client, "bench-floor")
         await _namespace(admin, "bench-manager")
         phases.log(f"(b) manager: {args.n} InferenceServices")
         with manager_process(manager_kc, mlog, args.manager_arg) as mgr:
             with profiled(mgr.proc.pid, args.profile):
                 out["manager"] = await managed(admin, cluster, mgr.proc, args.n, args.mode, "bench-manager")
+            out["manager"]["queue"] = phases.queue_figures(mgr.metrics_url)
             if "idle" in sections:
                 phases.log(f"(c) idle {args.idle_seconds:.0f} s")
                 out["idle"] = await idle(cluster, mgr.proc, args.idle_seconds)
@@ -586,6 +635,7 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
     if "floor" in out:
         print(f"manager / floor, all Ready: {mgr['times'][-1] / out['floor']['times'][-1]:.2f}x")
     print("manager writes: " + ", ".join(f"{k} {v}" for k, v in sorted(mgr["writes"].items())))
+    print(f"manager work queues until all Ready: {mgr['queue']}")
     if "idle" in out and out["idle"]["writes"]:
         i = out["idle"]
         print("idle writes: " + ", ".join(f"{k} {v}" for k, v in sorted(i["writes"].items()))

@@ -83,9 +83,7 @@ _QUEUE_SERIES = re.compile(r'^(workqueue_queue_duration_seconds|workqueue_work_d
 
 class QueueFigures:
     """Per controller: reconciles, and seconds keys waited in the queue and were worked on (sums of the
-    manager's histograms), so a churn window's difference says whether latency is queueing or work."""
-
-    CONTROLLERS = ("inferenceservice", "autoscaler")
+    manager's histograms), so a window's difference says whether latency is queueing or work."""
 
     def __init__(self, values: dict[tuple[str, str], float]) -> None:
         self.values = values
@@ -95,12 +93,16 @@ class QueueFigures:
 
     def __str__(self) -> str:
         parts = []
-        for name in self.CONTROLLERS:
+        busiest = sorted({name for name, _ in self.values}, key=lambda c: -self.values.get((c, "work"), 0.0))
+        for name in busiest:
             n = self.values.get((name, "reconciles"), 0.0)
+            if n < 1:
+                continue
             got = max(self.values.get((name, "got"), 0.0), 1.0)
             wait = self.values.get((name, "wait"), 0.0) / got
-            work = self.values.get((name, "work"), 0.0) / got
-            parts.append(f"{name} {n:.0f} reconciles, mean queue wait {wait:.2f} s, work {work:.2f} s")
+            work = self.values.get((name, "work"), 0.0)
+            parts.append(f"{name} {n:.0f} reconciles, mean queue wait {wait:.2f} s, "
+                         f"work {work:.1f} s ({1000 * work / got:.0f} ms each)")
         return "; ".join(parts)
 
 
@@ -112,7 +114,7 @@ def queue_figures(url: str) -> QueueFigures:
             continue
         series, part, labels, value = m.groups()
         name = re.search(r'(?:name|controller)="([^"]+)"', labels)
-        if name is None or name.group(1) not in QueueFigures.CONTROLLERS:
+        if name is None:
             continue
         key = {("workqueue_queue_duration_seconds", "sum"): "wait",
                ("workqueue_queue_duration_seconds", "count"): "got",

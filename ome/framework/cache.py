@@ -114,6 +114,8 @@ class SharedCache:
         self._settings = settings
         self._informers: dict[_Key, Informer] = {}
         self._transforms: dict[_Key, Transform | None] = {}
+        self._readers_of: dict[tuple[Resource, str | None], builtins.list[Informer]] = {}
+        """`_readers` by (resource, namespace): every get and list asks, and informers are rarely added."""
         self._started = False
 
     async def __aenter__(self) -> SharedCache:
@@ -156,6 +158,7 @@ class SharedCache:
         )
         self._informers[key] = informer
         self._transforms[key] = transform
+        self._readers_of.clear()
         if self._started:
             informer.start()
         return informer
@@ -266,18 +269,20 @@ class SharedCache:
 
     def _readers(self, res: Resource, namespace: str | None) -> builtins.list[Informer]:
         """Informers of `res` that may hold objects of `namespace` (None: any namespace, or cluster scope)."""
-        found = [
-            informer
-            for (kind, ns, _, _, _), informer in self._informers.items()
-            if kind == res and (ns is None or namespace is None or ns == namespace)
-        ]
-        if not found:
-            where = f" in namespace {namespace!r}" if namespace else ""
-            raise NoInformerError(
-                f"no informer for {res.name}{where}: call informer_for({res.kind}) before reading"
-            )
-        full = [informer for informer in found if not informer.metadata_only]
-        readers = full or found
+        readers = self._readers_of.get((res, namespace))
+        if readers is None:
+            found = [
+                informer
+                for (kind, ns, _, _, _), informer in self._informers.items()
+                if kind == res and (ns is None or namespace is None or ns == namespace)
+            ]
+            if not found:
+                where = f" in namespace {namespace!r}" if namespace else ""
+                raise NoInformerError(
+                    f"no informer for {res.name}{where}: call informer_for({res.kind}) before reading"
+                )
+            readers = [informer for informer in found if not informer.metadata_only] or found
+            self._readers_of[(res, namespace)] = readers
         for informer in readers:
             if not informer.has_synced:
                 raise NotSyncedError(f"informer for {res.name} has not synced yet")

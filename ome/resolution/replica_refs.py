@@ -66,10 +66,6 @@ def roles(isvc: Mapping[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def references(isvc: Mapping[str, Any], replica: str) -> bool:
-    return any(name == replica for _, name in roles(isvc))
-
-
 def field_of(role: str) -> str:
     return f"spec.replicaRefs.{role}"
 

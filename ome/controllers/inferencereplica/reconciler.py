@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -146,8 +146,8 @@ class InferenceReplicaReconciler:
         data = revisions.from_replica(replica)
         if data is None:
             return Result()  # modelRef/runtimeRef rendering is the InferenceService controller's job
-        replica = await self._ensure_finalizer(replica)
-        known = await self._ensure_revision(replica, data)
+        # Independent writes, made together: a new replica's first pass waits one round trip, not two.
+        replica, known = await _all(self._ensure_finalizer(replica), self._ensure_revision(replica, data))
         if known is None:
             return Result()  # the collisionCount bump requeues this key
         digest = revisions.revision_hash(data, revisions.collision_count(replica))
@@ -165,12 +165,19 @@ class InferenceReplicaReconciler:
         self._batch_scale_up(key, plan)
         wake = self._log_instance_waits(key, ctx, plan, pods)  # before the writes: one may fail
         self._holds.begin(key)
-        await self._apply(replica, ctx, plan, known)
-        holds = self._holds.end(key)
+        try:
+            # The Services follow the rows' revisions, which no pod write of this pass changes (a hold
+            # only marks an operation as waiting): they go out beside the pod writes. The pod writes'
+            # failure is the one raised; either one failing leaves the status unwritten.
+            await _all(
+                self._apply(replica, ctx, plan, known),
+                self._ensure_services(replica, data, known, plan.rows),
+                self._ensure_pod_monitor(replica, data),
+            )
+        finally:
+            holds = self._holds.end(key)
         plan.rows = operation_holds.settle(plan.rows, holds, ctx.now, ctx.ready_timeout)
         await self._sync_pod_group_timeouts(key, replica, ctx)
-        await self._ensure_services(replica, data, known, plan.rows)
-        await self._ensure_pod_monitor(replica, data)
         await self._prune_revisions(replica, known, plan.rows, ctx.update_revision)
         await self._write_status(replica, ctx, plan, pods, known)
         self._report_scale_down(key, ctx, plan)
@@ -595,16 +602,21 @@ class InferenceReplicaReconciler:
         for digest in sorted(live & set(known)):
             desired += services.revision_services(replica, digest, known[digest])
         existing = {s["metadata"]["name"]: s for s in self._owned(SERVICES, replica)}
+        writes: list[Coroutine[Any, Any, None]] = []
         for body in map(drift.stamp, desired):
             current = existing.pop(body["metadata"]["name"], None)
             if current is None:
-                await self._create(SERVICES, body)
+                writes.append(self._create(SERVICES, body))
             elif drift.reasons(body, current):
-                await self._client.apply(SERVICES, body, field_manager=self._settings.serving_gate_controller)
-                self.writes += 1
+                writes.append(self._apply_service(body))
         for name, stale in existing.items():
             if (stale["metadata"].get("labels") or {}).get(services.REVISION_SERVICE_LABEL):
-                await self._delete(SERVICES, name, replica["metadata"]["namespace"])
+                writes.append(self._delete(SERVICES, name, replica["metadata"]["namespace"]))
+        await _all(*writes)  # each Service on its own: one round trip for all of them
+
+    async def _apply_service(self, body: Obj) -> None:
+        await self._client.apply(SERVICES, body, field_manager=self._settings.serving_gate_controller)
+        self.writes += 1
 
     # -- monitoring ---------------------------------------------------------------------------
 
@@ -721,6 +733,16 @@ class InferenceReplicaReconciler:
         with contextlib.suppress(errors.NotFound):
             await self._client.delete(res, name, ns)
             self.writes += 1
+
+
+async def _all(*aws: Awaitable[Any]) -> list[Any]:
+    """Await every one together and let each finish (a write is never left half-way because another
+    failed); the results in order, or the first failure in argument order raised."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    failed = _errors(results)
+    if failed:
+        raise failed[0]
+    return results
 
 
 def _errors(results: list[Any]) -> list[BaseException]:

@@ -9,7 +9,8 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
   name it, or that pick by policy with a runtime listing it (a runtime revision holds no class);
 - owned Deployments (their metadata, spec and Available condition: watch_filters.py) and Services (and
   LeaderWorkerSets when served); HPAs and PDBs are the autoscaler controller's;
-- all InferenceReplicas: an owned one re-reconciles its InferenceService, and a standalone one named in
+- all InferenceReplicas (their metadata, spec and mirrored status: watch_filters.py): an owned one
+  re-reconciles its InferenceService, and a standalone one named in
   spec.replicaRefs re-reconciles the services that reference it (so a deleted replica flips the role to
   ReplicaRefMissing, and a returning one brings it back);
 - OMENative ControllerRevisions, whose pinned runners give a referenced replica's Service its ports when
@@ -54,6 +55,7 @@ EVENT_SOURCE: Final = "v1beta1Controllers"
 CHILD_SELECTOR: Final = naming.ISVC_LABEL  # "exists": every child carries the label
 REVISION_SELECTOR: Final = {naming.MANAGED_BY_LABEL: replica_refs.MANAGED_BY}
 """The InferenceReplica controller's ControllerRevision informer uses the same key, so it is shared."""
+REPLICA_REF_INDEX: Final = "replica-ref"
 
 
 class Lister(Protocol):
@@ -201,12 +203,14 @@ def _named_runtime_specs(cache: Reader, isvc: Obj) -> list[dict[str, Any]]:
 
 
 def _watch_replicas(controller: Controller, cache: SharedCache) -> None:
-    changed = predicates.resource_version_changed  # replica status is mirrored, so status changes count
+    changed = watch_filters.replica_changed  # its mirrored status fields count (replica_status.py)
     replicas = cache.informer_for(resources.INFERENCE_REPLICAS)
     controller.owns(replicas, "ome.io", "InferenceService", changed)
+    # Every replica event asks which services reference it: an index, not a walk of every service.
+    cache.informer_for(resources.INFERENCE_SERVICES).add_indexer(REPLICA_REF_INDEX, index_by_replica_ref)
     controller.watches(replicas, referencing_services(cache), changed)
     revisions = cache.informer_for(resources.CONTROLLER_REVISIONS, label_selector=REVISION_SELECTOR)
-    controller.watches(revisions, referencing_revision_owner(cache), changed)
+    controller.watches(revisions, referencing_revision_owner(cache), predicates.resource_version_changed)
 
 
 def referencing_services(cache: Lister) -> Callable[[Obj], Iterable[Request]]:
@@ -232,11 +236,17 @@ def referencing_revision_owner(cache: Lister) -> Callable[[Obj], Iterable[Reques
     return mapper
 
 
+def index_by_replica_ref(isvc: Mapping[str, Any]) -> list[str]:
+    """`namespace/replica` for each replica a service's spec.replicaRefs names (none for most services)."""
+    namespace = str((isvc.get("metadata") or {}).get("namespace") or "")
+    return sorted({f"{namespace}/{name}" for _, name in replica_refs.roles(isvc)})
+
+
 def _referencing(cache: Lister, namespace: str, replica: str) -> list[Request]:
     return [
         Request(namespace, isvc["metadata"]["name"])
-        for isvc in cache.list(resources.INFERENCE_SERVICES, namespace)
-        if replica_refs.references(isvc, replica)
+        for isvc in cache.list(resources.INFERENCE_SERVICES, namespace,
+                               index=(REPLICA_REF_INDEX, f"{namespace}/{replica}"))
     ]
 
 

@@ -10,6 +10,10 @@ matter: a spec change then waits behind hundreds of pod updates before its obser
   the status the InferenceService reports from it (status.workload_condition), and whether it is
   `Progressing` and free of a `ReplicaFailure` (True/False only), which end the hold on a new service's
   first status (status.first_write_deferral).
+- InferenceReplica: its metadata but the finalizers (the replica controller adds its teardown finalizer
+  right after the create), its spec, and the status fields mirrored into the component's `lifecycle`
+  (replica_status.LIFECYCLE_FIELDS: revisions, counts, conditions, rollout hold); every Instance step
+  rewrites the replica's `instanceStatuses`, which this controller never reads.
 - engine Pod: creation, deletion and label changes (the model copies and Pending/Loading count pods),
   and the main container's failure (status.main_container_failure: BlockedByFailedLoad).
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from ome.controllers.inferenceservice.replica_status import LIFECYCLE_FIELDS
 from ome.controllers.inferenceservice.status import main_container_failure
 from ome.framework.handlers import EventType, Obj
 
@@ -42,6 +47,19 @@ def spec_or_metadata_changed(event_type: EventType, obj: Obj, old: Obj | None) -
     if event_type != "MODIFIED":
         return True
     return old is not None and _metadata_changed(obj, old)
+
+
+def replica_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
+    """MODIFIED only when the replica's metadata (finalizers aside), spec or mirrored status changed."""
+    if event_type != "MODIFIED":
+        return True
+    if old is None:
+        return False
+    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
+    if any(new_meta.get(key) != old_meta.get(key) for key in _METADATA if key != "finalizers"):
+        return True
+    new_status, old_status = obj.get("status") or {}, old.get("status") or {}
+    return any(new_status.get(key) != old_status.get(key) for key in LIFECYCLE_FIELDS)
 
 
 def _available(obj: Obj) -> tuple[Any, ...] | None:

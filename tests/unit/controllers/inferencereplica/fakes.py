@@ -2,7 +2,7 @@
 
 Writes land in the store at once (the cache never lags unless a test says so), each counted in
 `writes`. Deletes honour finalizers; merge patches honour a metadata.resourceVersion precondition.
-`listeners` get the informer's events (ADDED on a create, DELETED once an object is gone), at once or,
+`listeners` get the pod informer's events (ADDED on a create, DELETED once an object is gone), at once or,
 with `deliver_later`, only when the test calls `deliver()`. `fail` makes chosen writes raise, after
 `yields` trips through the event loop (a real create is in flight that long).
 """
@@ -81,7 +81,9 @@ class FakeApi:
             for listener in self.listeners:
                 listener(event_type, obj, None)
 
-    def _event(self, event_type: str, obj: Obj) -> None:
+    def _event(self, res: Resource, event_type: str, obj: Obj) -> None:
+        if res.plural != "pods":
+            return  # the listeners are the pod informer's handlers
         self.pending_events.append((event_type, copy.deepcopy(obj)))
         if not self.deliver_later:
             self.deliver()
@@ -135,7 +137,7 @@ class FakeApi:
             raise errors.AlreadyExists(409, "AlreadyExists", f"{meta['name']} exists")
         self.writes.append(("create", res.kind, meta["name"]))
         created = self.put(res, obj)
-        self._event("ADDED", created)
+        self._event(res, "ADDED", created)
         return created
 
     async def apply(self, res: Resource, obj: Obj, *, field_manager: str, force: bool = True) -> Obj:
@@ -169,6 +171,7 @@ class FakeApi:
         patch_type: str = "merge",
         subresource: str | None = None,
     ) -> Obj:
+        await self._in_flight("patch", name)
         current = self._existing(res, name, namespace)
         self.writes.append(("patch" + (f"/{subresource}" if subresource else ""), res.kind, name))
         if subresource == "status" and patch_type == "strategic":
@@ -197,7 +200,7 @@ class FakeApi:
             current["metadata"]["deletionTimestamp"] = NOW
         else:
             del self.objects[self._key(res, name, namespace)]
-            self._event("DELETED", current)
+            self._event(res, "DELETED", current)
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -206,7 +209,7 @@ class FakeApi:
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             gone = self.objects.pop(self._key(res, meta["name"], meta.get("namespace")), None)
             if gone is not None:
-                self._event("DELETED", gone)
+                self._event(res, "DELETED", gone)
 
     def _existing(self, res: Resource, name: str, namespace: str | None) -> Obj:
         obj = self.objects.get(self._key(res, name, namespace))

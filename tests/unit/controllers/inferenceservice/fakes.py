@@ -11,12 +11,19 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ome.controllers.inferenceservice import controller, pod_index
 from ome.controllers.inferenceservice.status import OWNED_FIELDS as OWNED_STATUS_FIELDS
-from ome.framework import errors
+from ome.framework import errors, store
 from ome.framework.cache import matches_labels, requirements
 from ome.framework.resources import Resource
 
 Obj = dict[str, Any]
+INDEXES: Mapping[str, Any] = {
+    store.OWNER_INDEX: store.index_by_controller_uid,
+    pod_index.INDEX: pod_index.index_by_service,
+    controller.REPLICA_REF_INDEX: controller.index_by_replica_ref,
+}
+"""The cache's indexes these reads use, so an index read here returns what the real cache would."""
 
 
 def _key(res: Resource, name: str, namespace: str | None) -> tuple[str, str, str]:
@@ -49,8 +56,11 @@ class FakeWorld:
         index: tuple[str, str] | None = None,
     ) -> list[Obj]:
         found = []
+        keys = INDEXES[index[0]] if index is not None else None  # an unknown index fails, as in the cache
         for (kind, ns, _), obj in self.objects.items():
             if kind != res.name or (namespace and ns != namespace):
+                continue
+            if keys is not None and index is not None and index[1] not in keys(obj):
                 continue
             if label_selector and not matches_labels(obj, requirements(label_selector) or []):
                 continue
