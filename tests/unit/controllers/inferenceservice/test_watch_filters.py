@@ -202,7 +202,7 @@ def test_spec_or_metadata_changed_drops_status_only_updates() -> None:
     assert spec_or_metadata_changed("DELETED", old, None)
 
 
-async def test_the_autoscaler_controller_skips_deployment_and_budget_status_but_not_the_hpas() -> None:
+async def test_the_autoscaler_controller_skips_workload_and_budget_status_but_not_the_hpas() -> None:
     async with Client.from_configuration(Configuration(host="http://127.0.0.1:9")) as client:
         manager = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
                                                  install_signal_handlers=False))
@@ -217,6 +217,9 @@ async def test_the_autoscaler_controller_skips_deployment_and_budget_status_but_
         progressed = next_version(old)
         progressed["status"]["readyReplicas"] = 1
         deployments._notify("MODIFIED", progressed, old)
+        stepped = next_version(replica())
+        stepped["status"]["readyReplicas"] = 1
+        manager.cache.informer_for(resources.INFERENCE_REPLICAS)._notify("MODIFIED", stepped, replica())
         for res, kind in ((resources.PDBS, "PodDisruptionBudget"), (resources.HPAS, "HorizontalPodAutoscaler")):
             owner = {**OWNER, "name": kind.lower()}  # one service each, so the queue keeps them apart
             child = {"metadata": {"name": "x", "namespace": "ns", "resourceVersion": "1", "generation": 1,
@@ -224,7 +227,7 @@ async def test_the_autoscaler_controller_skips_deployment_and_budget_status_but_
             moved = next_version(child)
             moved["status"] = {"currentHealthy": 1} if kind == "PodDisruptionBudget" else {"currentReplicas": 1}
             manager.cache.informer_for(res)._notify("MODIFIED", moved, child)
-        assert len(controller.queue) == 1, "of the three status updates only the HPA's is reported"
+        assert len(controller.queue) == 1, "of the four status updates only the HPA's is reported"
         assert await controller.queue.get() == Request("ns", "horizontalpodautoscaler")
         scaled = next_version(progressed)
         scaled["metadata"]["generation"] = 2  # kubectl scale: held or floored by the autoscaler
