@@ -9,7 +9,9 @@ the last, a least-squares slope (KiB/min) over those samples, and whether the gr
 
 The Python heap: the manager runs with a `sitecustomize` hook (a directory on its PYTHONPATH, nothing in the
 manager's code) that, on SIGUSR1, collects garbage and writes the count of live gc-tracked objects by type;
-the bench asks at the end of the warm-up and at the end, and prints the types that grew most.
+the bench asks at the end of the warm-up and at the end, and prints the types that grew most. With
+OME_SOAK_TRACEMALLOC=1 in the environment the hook also starts tracemalloc in the manager (slower, more
+memory) and the bench prints the source lines whose allocations grew most between the two dumps.
 
     python bench/bench_soak.py --n 100 --minutes 20 [--mode OMENative] [--churn-rate 5]
     python bench/bench_soak.py --n 10 --minutes 1        # a quick smoke run
@@ -65,10 +67,23 @@ def _ome_soak_gc_dump(signum, frame):
     total = len(objects)
     del objects
     body = {{"objects": total, "blocks": sys.getallocatedblocks(), "types": dict(counts)}}
+    import tracemalloc
+    if tracemalloc.is_tracing():
+        global _LAST
+        snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+        if _LAST is not None:
+            body["lines"] = [f"{{d.size_diff / 1024:+9.0f}} KiB {{d.count_diff:+8d}}  {{d.traceback[0]}}"
+                             for d in snap.compare_to(_LAST, "lineno")[:25]]
+        _LAST = snap
     with open(_PATH + ".tmp", "w") as out:
         json.dump(body, out)
     _os.replace(_PATH + ".tmp", _PATH)
 
+
+_LAST = None
+if _os.environ.get("OME_SOAK_TRACEMALLOC"):
+    import tracemalloc as _tracemalloc
+    _tracemalloc.start()
 
 if _PATH:
     _signal.signal(_signal.SIGUSR1, _ome_soak_gc_dump)
@@ -287,6 +302,9 @@ def print_report(args: argparse.Namespace, out: Obj) -> None:
           f"({end['blocks'] - warm['blocks']:+d}); types that grew most:")
     for name, before, after in gc_growth(warm, end):
         print(f"  {after - before:>+8d}  {before:>8} -> {after:<8} {name}")
+    if end.get("lines"):
+        print("allocations that grew most, warm-up -> end (tracemalloc, by source line):")
+        print("\n".join(f"  {line}" for line in end["lines"]))
 
 
 def main() -> None:

@@ -126,3 +126,20 @@ def test_gc_hook_dumps_live_objects_on_sigusr1(soak: ModuleType, tmp_path: Path,
     body = json.loads(dump.read_text())
     assert body["types"]["__main__.Leaky"] == 321
     assert body["objects"] >= 321 and body["blocks"] > 0
+
+
+def test_gc_hook_with_tracemalloc_names_the_lines_that_grew(soak: ModuleType, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """OME_SOAK_TRACEMALLOC: the second dump lists the source lines whose allocations grew since the first."""
+    dump = tmp_path / "gc.json"
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.setenv("OME_SOAK_TRACEMALLOC", "1")
+    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)
+    soak.install_gc_hook(tmp_path / "hook", dump)
+    code = ("import os, signal\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n"
+            "kept = [bytearray(1000) for _ in range(2000)]  # the growth\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=60)
+    lines = json.loads(dump.read_text())["lines"]
+    assert "<string>:3" in lines[0] and "KiB" in lines[0]
