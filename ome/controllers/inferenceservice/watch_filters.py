@@ -26,6 +26,7 @@ their status, which kube-controller-manager rewrites several times per rollout.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from ome.controllers.inferenceservice.replica_status import LIFECYCLE_FIELDS
@@ -35,28 +36,39 @@ from ome.framework.handlers import EventType, Obj
 _METADATA: Final = (
     "generation", "labels", "annotations", "ownerReferences", "deletionTimestamp", "finalizers"
 )
+_REPLICA_METADATA: Final = tuple(key for key in _METADATA if key != "finalizers")
+_POD_METADATA: Final = ("labels", "deletionTimestamp")
+
+Predicate = Callable[[EventType, Obj, "Obj | None"], bool]
 
 
-def _metadata_changed(obj: Obj, old: Obj) -> bool:
+def _on_modified(changed: Callable[[Obj, Obj], bool]) -> Predicate:
+    """A predicate that lets creations and deletions through and a MODIFIED event when `changed`."""
+
+    def predicate(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
+        if event_type != "MODIFIED":
+            return True
+        return old is not None and changed(obj, old)
+
+    predicate.__doc__ = changed.__doc__
+    return predicate
+
+
+def _metadata_changed(obj: Obj, old: Obj, keys: tuple[str, ...] = _METADATA) -> bool:
     new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
-    return any(new_meta.get(key) != old_meta.get(key) for key in _METADATA)
+    return any(new_meta.get(key) != old_meta.get(key) for key in keys)
 
 
-def spec_or_metadata_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
+@_on_modified
+def spec_or_metadata_changed(obj: Obj, old: Obj) -> bool:
     """MODIFIED only when the metadata or the spec (its generation) changed; status changes are dropped."""
-    if event_type != "MODIFIED":
-        return True
-    return old is not None and _metadata_changed(obj, old)
+    return _metadata_changed(obj, old)
 
 
-def replica_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
+@_on_modified
+def replica_changed(obj: Obj, old: Obj) -> bool:
     """MODIFIED only when the replica's metadata (finalizers aside), spec or mirrored status changed."""
-    if event_type != "MODIFIED":
-        return True
-    if old is None:
-        return False
-    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
-    if any(new_meta.get(key) != old_meta.get(key) for key in _METADATA if key != "finalizers"):
+    if _metadata_changed(obj, old, _REPLICA_METADATA):
         return True
     new_status, old_status = obj.get("status") or {}, old.get("status") or {}
     return any(new_status.get(key) != old_status.get(key) for key in LIFECYCLE_FIELDS)
@@ -74,22 +86,15 @@ def _trouble(obj: Obj) -> tuple[Any, ...]:
     return found.get("Progressing"), found.get("ReplicaFailure")
 
 
-def deployment_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
+@_on_modified
+def deployment_changed(obj: Obj, old: Obj) -> bool:
     """MODIFIED only when the metadata, the spec or the Available condition changed."""
-    if event_type != "MODIFIED":
-        return True
-    if old is None:
-        return False
     return _metadata_changed(obj, old) or _available(obj) != _available(old) or _trouble(obj) != _trouble(old)
 
 
-def pod_changed(event_type: EventType, obj: Obj, old: Obj | None) -> bool:
+@_on_modified
+def pod_changed(obj: Obj, old: Obj) -> bool:
     """MODIFIED only when the pod's labels, deletion or main container failure changed."""
-    if event_type != "MODIFIED":
-        return True
-    if old is None:
-        return False
-    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
-    if any(new_meta.get(key) != old_meta.get(key) for key in ("labels", "deletionTimestamp")):
+    if _metadata_changed(obj, old, _POD_METADATA):
         return True
     return main_container_failure(obj) != main_container_failure(old)
