@@ -9,8 +9,7 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
   name it, or that pick by policy with a runtime listing it (a runtime revision holds no class);
 - owned Deployments (their metadata, spec and Available condition: watch_filters.py) and Services (and
   LeaderWorkerSets when served); HPAs and PDBs are the autoscaler controller's;
-- all InferenceReplicas (their metadata, spec and mirrored status: watch_filters.py): an owned one
-  re-reconciles its InferenceService, and a standalone one named in
+- all InferenceReplicas: an owned one re-reconciles its InferenceService, and a standalone one named in
   spec.replicaRefs re-reconciles the services that reference it (so a deleted replica flips the role to
   ReplicaRefMissing, and a returning one brings it back);
 - OMENative ControllerRevisions, whose pinned runners give a referenced replica's Service its ports when
@@ -203,14 +202,14 @@ def _named_runtime_specs(cache: Reader, isvc: Obj) -> list[dict[str, Any]]:
 
 
 def _watch_replicas(controller: Controller, cache: SharedCache) -> None:
-    changed = watch_filters.replica_changed  # its mirrored status fields count (replica_status.py)
+    changed = predicates.resource_version_changed  # replica status is mirrored, so status changes count
     replicas = cache.informer_for(resources.INFERENCE_REPLICAS)
     controller.owns(replicas, "ome.io", "InferenceService", changed)
     # Every replica event asks which services reference it: an index, not a walk of every service.
     cache.informer_for(resources.INFERENCE_SERVICES).add_indexer(REPLICA_REF_INDEX, index_by_replica_ref)
     controller.watches(replicas, referencing_services(cache), changed)
     revisions = cache.informer_for(resources.CONTROLLER_REVISIONS, label_selector=REVISION_SELECTOR)
-    controller.watches(revisions, referencing_revision_owner(cache), predicates.resource_version_changed)
+    controller.watches(revisions, referencing_revision_owner(cache), changed)
 
 
 def referencing_services(cache: Lister) -> Callable[[Obj], Iterable[Request]]:

@@ -10,10 +10,6 @@ matter: a spec change then waits behind hundreds of pod updates before its obser
   the status the InferenceService reports from it (status.workload_condition), and whether it is
   `Progressing` and free of a `ReplicaFailure` (True/False only), which end the hold on a new service's
   first status (status.first_write_deferral).
-- InferenceReplica: its metadata but the finalizers (the replica controller adds its teardown finalizer
-  right after the create), its spec, and the status fields mirrored into the component's `lifecycle`
-  (replica_status.LIFECYCLE_FIELDS: revisions, counts, conditions, rollout hold); every Instance step
-  rewrites the replica's `instanceStatuses`, which this controller never reads.
 - engine Pod: creation, deletion and label changes (the model copies and Pending/Loading count pods),
   and the main container's failure (status.main_container_failure: BlockedByFailedLoad).
 
@@ -29,14 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from ome.controllers.inferenceservice.replica_status import LIFECYCLE_FIELDS
 from ome.controllers.inferenceservice.status import main_container_failure
 from ome.framework.handlers import EventType, Obj
 
 _METADATA: Final = (
     "generation", "labels", "annotations", "ownerReferences", "deletionTimestamp", "finalizers"
 )
-_REPLICA_METADATA: Final = tuple(key for key in _METADATA if key != "finalizers")
 _POD_METADATA: Final = ("labels", "deletionTimestamp")
 
 Predicate = Callable[[EventType, Obj, "Obj | None"], bool]
@@ -63,15 +57,6 @@ def _metadata_changed(obj: Obj, old: Obj, keys: tuple[str, ...] = _METADATA) -> 
 def spec_or_metadata_changed(obj: Obj, old: Obj) -> bool:
     """MODIFIED only when the metadata or the spec (its generation) changed; status changes are dropped."""
     return _metadata_changed(obj, old)
-
-
-@_on_modified
-def replica_changed(obj: Obj, old: Obj) -> bool:
-    """MODIFIED only when the replica's metadata (finalizers aside), spec or mirrored status changed."""
-    if _metadata_changed(obj, old, _REPLICA_METADATA):
-        return True
-    new_status, old_status = obj.get("status") or {}, old.get("status") or {}
-    return any(new_status.get(key) != old_status.get(key) for key in LIFECYCLE_FIELDS)
 
 
 def _available(obj: Obj) -> tuple[Any, ...] | None:

@@ -22,7 +22,6 @@ from ome.controllers.inferenceservice import controller as isvc_controller
 from ome.controllers.inferenceservice.watch_filters import (
     deployment_changed,
     pod_changed,
-    replica_changed,
     spec_or_metadata_changed,
 )
 from ome.framework import transforms
@@ -123,29 +122,6 @@ def replica() -> Obj:
     }
 
 
-def test_replica_instance_steps_and_its_finalizer_are_filtered_but_mirrored_fields_pass() -> None:
-    old = replica()
-    step = next_version(old)
-    step["status"]["instanceStatuses"] = [{"index": 0, "phase": "Starting", "operation": {"step": "Gate"}}]
-    assert not replica_changed("MODIFIED", step, old)
-    finalized = next_version(old)
-    finalized["metadata"]["finalizers"] = ["ome.io/ir-teardown"]
-    assert not replica_changed("MODIFIED", finalized, old)
-    ready = next_version(step)
-    ready["status"]["readyReplicas"] = 1
-    assert replica_changed("MODIFIED", ready, step)
-    held = next_version(old)
-    held["status"]["rolloutHold"] = {"gate": "Budget"}
-    assert replica_changed("MODIFIED", held, old)
-    respecced = next_version(old)
-    respecced["metadata"]["generation"] = 2
-    assert replica_changed("MODIFIED", respecced, old)
-    deleting = next_version(old)
-    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    assert replica_changed("MODIFIED", deleting, old)
-    assert replica_changed("ADDED", old, None) and replica_changed("DELETED", old, None)
-
-
 @pytest.fixture
 async def wired() -> AsyncIterator[tuple[Manager, Controller]]:
     async with Client.from_configuration(Configuration(host="http://127.0.0.1:9")) as client:
@@ -154,7 +130,7 @@ async def wired() -> AsyncIterator[tuple[Manager, Controller]]:
         yield manager, isvc_controller.add_to_manager(manager, InferenceServiceConfig())
 
 
-@pytest.mark.parametrize("kind", ["deployment", "pod", "replica"])
+@pytest.mark.parametrize("kind", ["deployment", "pod"])
 async def test_the_controller_enqueues_only_events_that_can_change_its_output(
     wired: tuple[Manager, Controller], kind: str
 ) -> None:
@@ -166,13 +142,6 @@ async def test_the_controller_enqueues_only_events_that_can_change_its_output(
         quiet["status"]["readyReplicas"] = 1
         loud = next_version(quiet)
         loud["status"]["conditions"][1] = {"type": "Available", "status": "True"}
-    elif kind == "replica":
-        informer = manager.cache.informer_for(resources.INFERENCE_REPLICAS)
-        old = replica()
-        quiet = next_version(old)
-        quiet["status"]["instanceStatuses"] = [{"index": 0, "phase": "Starting"}]
-        loud = next_version(quiet)
-        loud["status"]["readyReplicas"] = 1
     else:
         informer = manager.cache.informer_for(resources.PODS, label_selector=isvc_controller.CHILD_SELECTOR,
                                               transform=transforms.slim_pod)
