@@ -270,7 +270,7 @@ class Client:
         path = res.path(_namespace(res, namespace, obj))
         created = await self._call("POST", path, query=query, body=obj, content_type=JSON, timeout=timeout)
         if not dry_run:
-            self.written.record(created)
+            self.written.record(res, created)
         return created
 
     async def update(
@@ -306,7 +306,7 @@ class Client:
             "PATCH", path, query=query, body=patch, content_type=content_type, timeout=timeout,
             idempotent=idempotent or None,
         )
-        self.written.record(patched)
+        self.written.record(res, patched)
         return patched
 
     async def apply(
@@ -329,7 +329,7 @@ class Client:
         applied = await self._call(
             "PATCH", path, query=query, body=obj, content_type=APPLY_CONTENT_TYPE, timeout=timeout
         )
-        self.written.record(applied)
+        self.written.record(res, applied)
         return applied
 
     async def delete(
@@ -395,7 +395,7 @@ class Client:
         path = res.path(_namespace(res, None, obj), _name(obj), subresource)
         query = _write_query(field_manager, False)
         updated = await self._call("PUT", path, query=query, body=obj, content_type=JSON, timeout=timeout)
-        self.written.record(updated)
+        self.written.record(res, updated)
         return updated
 
     async def _call(

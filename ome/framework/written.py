@@ -14,6 +14,11 @@ the cache shows it, so the next writer plans from that write's answer (`newest`)
 The autoscaler keeps its applies the same way (`LastWrites`, keyed by name with the hash of what it
 applied): the watch event of one apply re-runs a pass before the cache shows the other.
 
+Only the kinds a reconciler asks about are kept (`track`): the client writes pods, Services, revisions
+and events by the thousand under churn, and an entry no one reads would stay until `MAX_ENTRIES`
+pushed it out (a 20-minute soak's memory grew by exactly that). An object whose write leaves it gone
+(its last finalizer removed while it is being deleted) is forgotten at once.
+
 resourceVersions are opaque to clients; etcd's are integers, which is what the comparison relies on. A
 value that is not an integer never holds a reconcile back.
 """
@@ -24,6 +29,8 @@ import asyncio
 import weakref
 from collections.abc import Hashable, Mapping
 from typing import Any, Final, Generic, TypeVar
+
+from ome.framework.resources import Resource
 
 MAX_ENTRIES: Final = 20_000
 CACHE_LAG_REQUEUE: Final = 1.0
@@ -86,6 +93,16 @@ class WrittenVersions:
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._writes: LastWrites[str, Mapping[str, Any] | None] = LastWrites(max_entries)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._tracked: set[tuple[str, str]] = set()
+
+    def kept(self) -> int:
+        """Writes kept (no `__len__`: an empty one must stay truthy where a client's is taken with `or`)."""
+        return len(self._writes)
+
+    def track(self, res: Resource) -> None:
+        """Keep this process's writes of `res` from now on: a reconciler that asks `behind` or
+        `newest` about objects of a kind says so once, when it is built."""
+        self._tracked.add((res.group, res.plural))
 
     def lock(self, uid: str) -> asyncio.Lock:
         """One status writer at a time for the object among this process's reconcilers (the
@@ -98,9 +115,16 @@ class WrittenVersions:
             found = self._locks[uid] = asyncio.Lock()
         return found
 
-    def record(self, written: Mapping[str, Any] | None) -> None:
-        uid, version = ((written or {}).get("metadata") or {}).get("uid"), resource_version(written)
+    def record(self, res: Resource, written: Mapping[str, Any] | None) -> None:
+        """Called by the client with the answer to each of its writes of `res`."""
+        if (res.group, res.plural) not in self._tracked:
+            return
+        meta = (written or {}).get("metadata") or {}
+        uid, version = meta.get("uid"), resource_version(written)
         if not uid or version is None:
+            return
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._writes.forget(uid)  # the write let the object go: no later cache copy will show it
             return
         previous = self._writes.get(uid)
         if previous is not None and version < previous[0]:

@@ -92,6 +92,7 @@ class InferenceReplicaReconciler:
     ) -> None:
         self._client = client
         self._written: WrittenVersions = getattr(client, "written", None) or WrittenVersions()
+        self._written.track(INFERENCE_REPLICAS)
         self._cache = cache
         self._settings = settings
         self.expectations = expectations or ControllerExpectations(ttl=expectations_timeout)

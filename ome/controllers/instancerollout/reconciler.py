@@ -84,6 +84,7 @@ class InstanceRolloutReconciler:
     ) -> None:
         self._client = client
         self._written: WrittenVersions = getattr(client, "written", None) or WrittenVersions()
+        self._written.track(INFERENCE_REPLICAS)
         self._cache = cache
         self._settings = settings
         self._recorder = recorder

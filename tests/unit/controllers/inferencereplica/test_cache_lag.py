@@ -25,7 +25,7 @@ async def test_a_drained_pod_is_not_recreated_from_a_replica_older_than_our_last
     meta = replica["metadata"]
     # The rollout reconciler (same process, same client) wrote the replica's status; the watch has not
     # brought that write yet, but it has brought the drain's pod deletion.
-    world.client.written.record({"metadata": {"uid": meta["uid"],
+    world.client.written.record(INFERENCE_REPLICAS, {"metadata": {"uid": meta["uid"],
                                               "resourceVersion": str(int(meta["resourceVersion"]) + 1)}})
     await world.api.delete(PODS, pod, "ns")
     world.api.writes.clear()
@@ -49,7 +49,7 @@ async def test_a_cache_that_stays_behind_our_write_is_logged_once_the_wait_laste
     world = World()
     await world.serving()
     meta = (world.replica() or {})["metadata"]
-    world.client.written.record({"metadata": {"uid": meta["uid"],
+    world.client.written.record(INFERENCE_REPLICAS, {"metadata": {"uid": meta["uid"],
                                               "resourceVersion": str(int(meta["resourceVersion"]) + 1)}})
     world.api.writes.clear()
     with capture_logs() as logs:

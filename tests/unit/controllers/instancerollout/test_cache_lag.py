@@ -18,7 +18,7 @@ async def test_a_rollout_waits_for_the_cache_to_show_our_last_replica_write() ->
     change_image(world, "vllm:new")
     await world.reconcile()  # the replica controller records the update revision
     meta = (world.replica() or {})["metadata"]
-    world.client.written.record({"metadata": {"uid": meta["uid"],
+    world.client.written.record(INFERENCE_REPLICAS, {"metadata": {"uid": meta["uid"],
                                               "resourceVersion": str(int(meta["resourceVersion"]) + 1)}})
     world.api.writes.clear()
 

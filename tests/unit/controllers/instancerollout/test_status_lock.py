@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ome.api.resources import PODS
+from ome.api.resources import INFERENCE_REPLICAS, PODS
 from ome.framework import errors
 from ome.framework.written import WrittenVersions
 from tests.unit.controllers.inferencereplica.world import World
@@ -23,18 +23,20 @@ def _obj(version: int) -> Obj:
 
 async def test_newest_is_a_write_made_under_the_lock_until_the_cache_shows_it() -> None:
     written = WrittenVersions()
+    written.track(INFERENCE_REPLICAS)
     cached = _obj(5)
-    written.record(_obj(6))  # no one holds the lock: only the version is kept
+    written.record(INFERENCE_REPLICAS, _obj(6))  # no one holds the lock: only the version is kept
     assert written.newest(cached) is None and written.behind(cached)
     async with written.lock("u1"):
-        written.record(_obj(7))
+        written.record(INFERENCE_REPLICAS, _obj(7))
     assert written.newest(cached) == _obj(7)
     assert written.newest(_obj(7)) is None, "the cache caught up"
-    written.record(_obj(9))  # a later write of ours that was not kept: wait for its event instead
+    # a later write of ours that was not kept: wait for its event instead
+    written.record(INFERENCE_REPLICAS, _obj(9))
     assert written.newest(cached) is None and written.behind(cached)
     assert not written.behind(_obj(9))
     async with written.lock("u1"):
-        written.record(_obj(10))
+        written.record(INFERENCE_REPLICAS, _obj(10))
     assert written.newest(_obj(9)) == _obj(10)
     assert not written.behind(_obj(10)) and written.newest(_obj(9)) is None, "forgotten with the version"
 
