@@ -15,7 +15,9 @@ Informers (all cluster-wide, children narrowed by the `ome.io/inferenceservice` 
 - OMENative ControllerRevisions, whose pinned runners give a referenced replica's Service its ports when
   the replica stores none;
 - Pods of InferenceServices (slimmed), for the model status of the engine: created, deleted, relabelled,
-  or their main container failing (watch_filters.py);
+  or their main container failing (watch_filters.py). Pods and Services are split by manager: this
+  controller's own (`ome.io/inferenceservice,!ome.io/managed-by`) and the OMENative Instances' (the
+  OMENative controllers' informer, `ome.io/managed-by=OMENative`), so none is cached twice;
 - when served at start (routing.detect): owned HTTPRoutes, whose Gateway status sets IngressReady, and the
   backend policy kind of the selected traffic translator (BackendTrafficPolicy or DestinationRule);
 - runtime revisions (ControllerRevisions with the `ome.io/runtime-of` label) in the config namespace: a
@@ -54,6 +56,13 @@ EVENT_SOURCE: Final = "v1beta1Controllers"
 CHILD_SELECTOR: Final = naming.ISVC_LABEL  # "exists": every child carries the label
 REVISION_SELECTOR: Final = {naming.MANAGED_BY_LABEL: replica_refs.MANAGED_BY}
 """The InferenceReplica controller's ControllerRevision informer uses the same key, so it is shared."""
+OMENATIVE_SELECTOR: Final = REVISION_SELECTOR
+"""The OMENative controllers' Pods and Services: the same key as theirs, so one informer holds them."""
+NOT_OMENATIVE_SELECTOR: Final = f"{naming.ISVC_LABEL},!{naming.MANAGED_BY_LABEL}"
+"""This controller's own Pods and Services. OMENative Instances' Pods and Services carry both labels; an
+informer of each selector would hold and decode every one of them twice (N=1000: 1,000 pods and 3,000
+Services), so they are read from the OMENative informers instead."""
+_SPLIT_BY_MANAGER: Final = (resources.PODS, resources.SERVICES)
 REPLICA_REF_INDEX: Final = "replica-ref"
 
 
@@ -110,15 +119,18 @@ def add_to_manager(
     for res in reconciler.children:
         if res == resources.INFERENCE_REPLICAS:
             continue  # below: standalone replicas carry no InferenceService label
-        informer = cache.informer_for(res, label_selector=CHILD_SELECTOR)
+        # The OMENative Services are the replicas' children, never this controller's: not watched here.
+        selector = NOT_OMENATIVE_SELECTOR if res in _SPLIT_BY_MANAGER else CHILD_SELECTOR
+        informer = cache.informer_for(res, label_selector=selector)
         changed = (watch_filters.deployment_changed if res == resources.DEPLOYMENTS
                    else predicates.resource_version_changed)
         controller.owns(informer, "ome.io", "InferenceService", changed)
     _watch_replicas(controller, cache)
     _watch_routing(controller, cache, reconciler.routing.resources())
-    pods = cache.informer_for(resources.PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
-    pods.add_indexer(pod_index.INDEX, pod_index.index_by_service)  # how the reconciler reads its pods
-    controller.watches(pods, _pod_owner, watch_filters.pod_changed)
+    for pod_selector in (NOT_OMENATIVE_SELECTOR, OMENATIVE_SELECTOR):  # a service's pods are in one of them
+        pods = cache.informer_for(resources.PODS, label_selector=pod_selector, transform=transforms.slim_pod)
+        pods.add_indexer(pod_index.INDEX, pod_index.index_by_service)  # how the reconciler reads its pods
+        controller.watches(pods, _pod_owner, watch_filters.pod_changed)
     runtime_revisions = cache.informer_for(
         resources.CONTROLLER_REVISIONS,
         namespace=config_namespace,

@@ -120,7 +120,8 @@ def replicas_on_node(cache: SharedCache) -> Callable[[Obj], Iterable[Request]]:
     def mapper(node: Obj) -> Iterable[Request]:
         name = node["metadata"]["name"]
         out = set()
-        for pod in cache.list(PODS):
+        # Within the Instances' informer's selector: a list with none would need a cache of every pod.
+        for pod in cache.list(PODS, label_selector={names.MANAGED_BY_LABEL: names.MANAGED_BY}):
             if (pod.get("spec") or {}).get("nodeName") != name:
                 continue
             owner = next((r for r in pod["metadata"].get("ownerReferences") or []

@@ -130,7 +130,7 @@ async def wired() -> AsyncIterator[tuple[Manager, Controller]]:
         yield manager, isvc_controller.add_to_manager(manager, InferenceServiceConfig())
 
 
-@pytest.mark.parametrize("kind", ["deployment", "pod"])
+@pytest.mark.parametrize("kind", ["deployment", "pod", "omenative-pod"])
 async def test_the_controller_enqueues_only_events_that_can_change_its_output(
     wired: tuple[Manager, Controller], kind: str
 ) -> None:
@@ -143,7 +143,9 @@ async def test_the_controller_enqueues_only_events_that_can_change_its_output(
         loud = next_version(quiet)
         loud["status"]["conditions"][1] = {"type": "Available", "status": "True"}
     else:
-        informer = manager.cache.informer_for(resources.PODS, label_selector=isvc_controller.CHILD_SELECTOR,
+        selector = (isvc_controller.OMENATIVE_SELECTOR if kind == "omenative-pod"
+                    else isvc_controller.NOT_OMENATIVE_SELECTOR)  # the controller watches both pod informers
+        informer = manager.cache.informer_for(resources.PODS, label_selector=selector,
                                               transform=transforms.slim_pod)
         old = pod()
         quiet = next_version(old)
