@@ -11,7 +11,9 @@ The Python heap: the manager runs with a `sitecustomize` hook (a directory on it
 manager's code) that, on SIGUSR1, collects garbage and writes the count of live gc-tracked objects by type;
 the bench asks at the end of the warm-up and at the end, and prints the types that grew most. With
 OME_SOAK_TRACEMALLOC=1 in the environment the hook also starts tracemalloc in the manager (slower, more
-memory) and the bench prints the source lines whose allocations grew most between the two dumps.
+memory) and the bench prints the source lines whose allocations grew most between the two dumps. With
+OME_SOAK_TRIM_PROBE=1 the last dump also asks glibc to return its free heap pages (malloc_trim) and
+reports the RSS after: memory the C heap holds free is fragmentation, not live objects.
 
     python bench/bench_soak.py --n 100 --minutes 20 [--mode OMENative] [--churn-rate 5]
     python bench/bench_soak.py --n 10 --minutes 1        # a quick smoke run
@@ -47,6 +49,7 @@ NAMESPACE = "bench-soak"
 GROWTH_TARGET = 0.05
 """Issue 20: RSS growth under 5% over the soak."""
 GC_DUMP_ENV = "OME_SOAK_GC_DUMP"
+TRIM_PROBE_ENV = "OME_SOAK_TRIM_PROBE"
 
 # Loaded by the manager's interpreter at start (site imports `sitecustomize` from its path). On SIGUSR1:
 # a full collection, then live gc-tracked objects counted by type, written atomically as JSON. The signal
@@ -66,10 +69,15 @@ def _ome_soak_gc_dump(signum, frame):
     counts = collections.Counter(f"{{type(o).__module__}}.{{type(o).__qualname__}}" for o in objects)
     total = len(objects)
     del objects
-    body = {{"objects": total, "blocks": sys.getallocatedblocks(), "types": dict(counts)}}
+    body = {{"objects": total, "blocks": sys.getallocatedblocks(), "types": dict(counts), "rss_kib": _rss()}}
+    if _os.path.exists(_PATH + ".trim"):  # what the C heap holds free: RSS after returning it
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        body["rss_trimmed_kib"] = _rss()
     import tracemalloc
     if tracemalloc.is_tracing():
         global _LAST
+        body["traced_kib"] = tracemalloc.get_traced_memory()[0] // 1024
         snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
         if _LAST is not None:
             body["lines"] = [f"{{d.size_diff / 1024:+9.0f}} KiB {{d.count_diff:+8d}}  {{d.traceback[0]}}"
@@ -78,6 +86,11 @@ def _ome_soak_gc_dump(signum, frame):
     with open(_PATH + ".tmp", "w") as out:
         json.dump(body, out)
     _os.replace(_PATH + ".tmp", _PATH)
+
+
+def _rss():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 
 
 _LAST = None
@@ -191,12 +204,16 @@ async def take_sample(pid: int, metrics_url: str, t: float) -> Sample:
     return Sample(t, rss, bs.cpu_seconds(pid), cached, depth, reconciles)
 
 
-async def gc_dump(pid: int, path: Path, timeout: float = 120) -> Obj:
+async def gc_dump(pid: int, path: Path, timeout: float = 120, *, trim: bool = False) -> Obj:
     """The manager's live objects by type (the sitecustomize hook); {} if the hook is not loaded (the
-    signal's default action would end the manager) or it did not answer."""
+    signal's default action would end the manager) or it did not answer. `trim`: the hook then also
+    reports the RSS after malloc_trim."""
     if not Path(f"{path}.{pid}.hooked").exists():
         return {}
     path.unlink(missing_ok=True)
+    Path(f"{path}.trim").unlink(missing_ok=True)
+    if trim:
+        Path(f"{path}.trim").touch()
     os.kill(pid, signal.SIGUSR1)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -227,7 +244,7 @@ async def sample_loop(proc: Any, metrics_url: str, minutes: float, interval: flo
         if s.t >= minutes * 60 - 1:
             break
         k += 1
-    return samples, warm, await gc_dump(proc.pid, dump)
+    return samples, warm, await gc_dump(proc.pid, dump, trim=bool(os.environ.get(TRIM_PROBE_ENV)))
 
 
 def install_gc_hook(directory: Path, dump: Path) -> None:
@@ -302,9 +319,21 @@ def print_report(args: argparse.Namespace, out: Obj) -> None:
           f"({end['blocks'] - warm['blocks']:+d}); types that grew most:")
     for name, before, after in gc_growth(warm, end):
         print(f"  {after - before:>+8d}  {before:>8} -> {after:<8} {name}")
+    print(f"RSS at the dumps, warm-up -> end: {_dump_memory(warm)} -> {_dump_memory(end)}")
     if end.get("lines"):
         print("allocations that grew most, warm-up -> end (tracemalloc, by source line):")
         print("\n".join(f"  {line}" for line in end["lines"]))
+
+
+def _dump_memory(dump: Obj) -> str:
+    """RSS at a heap dump, with the traced Python heap (tracemalloc) and the RSS once the C heap
+    returned its free pages (OME_SOAK_TRIM_PROBE) when the run took them."""
+    text = f"{dump.get('rss_kib', 0) / 1024:.1f} MiB"
+    if "rss_trimmed_kib" in dump:
+        text += f" ({dump['rss_trimmed_kib'] / 1024:.1f} after malloc_trim)"
+    if "traced_kib" in dump:
+        text += f" (traced heap {dump['traced_kib'] / 1024:.1f})"
+    return text
 
 
 def main() -> None:
