@@ -21,7 +21,7 @@ import structlog
 
 from ome.cmd import flags, wiring
 from ome.config.durations import parse_duration
-from ome.framework import certs, errors, log_setup
+from ome.framework import certs, errors, heap_trim, log_setup
 from ome.framework.client import Client
 from ome.framework.leaderelection import ACQUIRE_JITTER, LeaderElectionConfig
 from ome.framework.manager import LeaderElectionLost, Manager, ManagerOptions
@@ -231,6 +231,8 @@ async def run(args: argparse.Namespace) -> int:
         settings.inferencereplica_controller = args.enable_inferencereplica_controller
         quota_governance.QUOTA.names = args.accelerator_resources
         wiring.add_controllers(manager, settings)
+        if (trim := heap_trim.load_trim()) is not None:  # RSS creep under churn: see heap_trim.py
+            manager.add_runnable(lambda: heap_trim.trim_periodically(trim), needs_leader_election=False)
         registered: list[wiring.Registration] = []
         if webhook is not None:
             wiring.add_webhooks(webhook, manager, settings)
