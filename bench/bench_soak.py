@@ -69,7 +69,8 @@ def _ome_soak_gc_dump(signum, frame):
     counts = collections.Counter(f"{{type(o).__module__}}.{{type(o).__qualname__}}" for o in objects)
     total = len(objects)
     del objects
-    body = {{"objects": total, "blocks": sys.getallocatedblocks(), "types": dict(counts), "rss_kib": _rss()}}
+    body = {{"objects": total, "blocks": sys.getallocatedblocks(), "types": dict(counts), "rss_kib": _rss(),
+            "allocators": _allocators()}}
     if _os.path.exists(_PATH + ".trim"):  # what the C heap holds free: RSS after returning it
         import ctypes
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -86,6 +87,41 @@ def _ome_soak_gc_dump(signum, frame):
     with open(_PATH + ".tmp", "w") as out:
         json.dump(body, out)
     _os.replace(_PATH + ".tmp", _PATH)
+
+
+def _allocators():
+    # Where the bytes sit: glibc's heap (mallinfo2: in use, free inside the heap, mmapped chunks) and
+    # pymalloc's arenas (sys._debugmallocstats, which writes to fd 2 only, so it is caught there).
+    import ctypes, re, sys, tempfile
+    out = {{}}
+    try:
+        class _Info(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                        "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+        fn = ctypes.CDLL("libc.so.6").mallinfo2
+        fn.restype = _Info
+        info = fn()
+        out.update(heap_in_use_kib=info.uordblks // 1024, heap_free_kib=info.fordblks // 1024,
+                   mmapped_kib=info.hblkhd // 1024)
+    except (OSError, AttributeError):
+        pass
+    saved = _os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        _os.dup2(tmp.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            _os.dup2(saved, 2)
+            _os.close(saved)
+        tmp.seek(0)
+        text = tmp.read().decode(errors="replace")
+    for key, pattern in (("arenas", r"# arenas allocated current\\s*=\\s*([\\d,]+)"),
+                         ("pymalloc_used_kib", r"# bytes in allocated blocks\\s*=\\s*([\\d,]+)"),
+                         ("pymalloc_free_kib", r"# bytes in available blocks\\s*=\\s*([\\d,]+)")):
+        if m := re.search(pattern, text):
+            value = int(m.group(1).replace(",", ""))
+            out[key] = value if key == "arenas" else value // 1024
+    return out
 
 
 def _rss():
@@ -320,9 +356,27 @@ def print_report(args: argparse.Namespace, out: Obj) -> None:
     for name, before, after in gc_growth(warm, end):
         print(f"  {after - before:>+8d}  {before:>8} -> {after:<8} {name}")
     print(f"RSS at the dumps, warm-up -> end: {_dump_memory(warm)} -> {_dump_memory(end)}")
+    if warm.get("allocators") and end.get("allocators"):
+        print("allocators, warm-up -> end: " + allocator_growth(warm["allocators"], end["allocators"]))
     if end.get("lines"):
         print("allocations that grew most, warm-up -> end (tracemalloc, by source line):")
         print("\n".join(f"  {line}" for line in end["lines"]))
+
+
+ALLOCATOR_FIGURES = (
+    ("heap_in_use_kib", "glibc heap in use"), ("heap_free_kib", "glibc heap free"),
+    ("mmapped_kib", "glibc mmapped"), ("pymalloc_used_kib", "pymalloc blocks in use"),
+    ("pymalloc_free_kib", "pymalloc blocks free"),
+)
+
+
+def allocator_growth(before: Obj, after: Obj) -> str:
+    """Each allocator figure the hook reported, before -> after (MiB; arenas as a count)."""
+    parts = [f"{label} {before[key] / 1024:.1f} -> {after[key] / 1024:.1f} MiB"
+             for key, label in ALLOCATOR_FIGURES if key in before and key in after]
+    if "arenas" in before and "arenas" in after:
+        parts.append(f"pymalloc arenas {before['arenas']} -> {after['arenas']}")
+    return ", ".join(parts)
 
 
 def _dump_memory(dump: Obj) -> str:

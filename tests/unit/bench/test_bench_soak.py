@@ -143,3 +143,34 @@ def test_gc_hook_with_tracemalloc_names_the_lines_that_grew(soak: ModuleType, tm
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=60)
     lines = json.loads(dump.read_text())["lines"]
     assert "<string>:3" in lines[0] and "KiB" in lines[0]
+
+
+def test_gc_hook_reports_where_the_bytes_sit(soak: ModuleType, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dump splits memory by allocator: pymalloc's blocks (small objects) and glibc's heap (large ones)."""
+    dump = tmp_path / "gc.json"
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)
+    soak.install_gc_hook(tmp_path / "hook", dump)
+    code = ("import os, signal, json\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n"
+            f"first = json.load(open({str(dump)!r}))\n"
+            "small = [object() for _ in range(200_000)]  # pymalloc: ~3 MiB of 16-byte blocks\n"
+            "large = [bytearray(4000) for _ in range(2000)]  # glibc's heap: ~8 MiB\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n"
+            f"json.dump(first, open({str(tmp_path / 'first.json')!r}, 'w'))\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=60)
+    before = json.loads((tmp_path / "first.json").read_text())["allocators"]
+    after = json.loads(dump.read_text())["allocators"]
+    assert after["pymalloc_used_kib"] - before["pymalloc_used_kib"] >= 2 * 1024
+    assert after["arenas"] > before["arenas"]
+    if "heap_in_use_kib" in after:  # glibc only
+        assert after["heap_in_use_kib"] - before["heap_in_use_kib"] >= 7 * 1024
+    text = soak.allocator_growth(before, after)
+    assert "pymalloc blocks in use" in text and "pymalloc arenas" in text
+
+
+def test_allocator_growth_names_only_the_figures_both_dumps_have(soak: ModuleType) -> None:
+    before = {"heap_in_use_kib": 1024, "arenas": 10}
+    after = {"heap_in_use_kib": 3072, "heap_free_kib": 512, "arenas": 12}
+    assert soak.allocator_growth(before, after) == "glibc heap in use 1.0 -> 3.0 MiB, pymalloc arenas 10 -> 12"
