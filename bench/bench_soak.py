@@ -134,8 +134,16 @@ if _os.environ.get("OME_SOAK_TRACEMALLOC"):
     import tracemalloc as _tracemalloc
     _tracemalloc.start()
 
+def _ome_soak_alloc_probe(signum, frame):
+    import json
+    with open(_PATH + ".alloc.tmp", "w") as out:
+        json.dump({{"rss_kib": _rss(), "allocators": _allocators()}}, out)
+    _os.replace(_PATH + ".alloc.tmp", _PATH + ".alloc")
+
+
 if _PATH:
     _signal.signal(_signal.SIGUSR1, _ome_soak_gc_dump)
+    _signal.signal(_signal.SIGUSR2, _ome_soak_alloc_probe)
     with open(f"{{_PATH}}.{{_os.getpid()}}.hooked", "w"):  # SIGUSR1's default would end the process
         pass
 '''
@@ -153,6 +161,8 @@ class Sample:
     """work queue depth, all controllers"""
     reconciles: int
     """reconciles so far, all controllers"""
+    allocators: Obj = dataclasses.field(default_factory=dict)
+    """the hook's allocator figures at this sample (SIGUSR2), {} without the hook"""
 
 
 # ---- pure: figures from samples ------------------------------------------------------------------------
@@ -215,8 +225,10 @@ def gc_growth(before: Obj, after: Obj, limit: int = 15) -> list[tuple[str, int, 
 
 def sample_rows(samples: list[Sample], warmup_s: float) -> list[str]:
     base = next((s for s in samples if s.t >= warmup_s), samples[0])
+    alloc = any(s.allocators for s in samples)
     head = (f"{'t min':>7}{'RSS MiB':>10}{'vs warm KiB':>13}{'CPU %':>8}{'cached':>9}{'queue':>7}"
-            f"{'reconciles':>12}")
+            f"{'reconciles':>12}" + (f"{'heap used/free':>16}{'pymalloc used/free':>20}{'arenas':>8}"
+                                     if alloc else ""))
     rows = [head, "-" * len(head)]
     prev: Sample | None = None
     for s in samples:
@@ -227,17 +239,45 @@ def sample_rows(samples: list[Sample], warmup_s: float) -> list[str]:
             cpu, done = "-", "-"
         delta = f"{s.rss_kib - base.rss_kib:+d}" if s.t >= warmup_s else "(warm-up)"
         rows.append(f"{s.t / 60:>7.1f}{s.rss_kib / 1024:>10.1f}{delta:>13}{cpu:>8}"
-                    f"{sum(s.cached.values()):>9}{s.depth:>7}{done:>12}")
+                    f"{sum(s.cached.values()):>9}{s.depth:>7}{done:>12}"
+                    + (_allocator_columns(s) if alloc else ""))
         prev = s
     return rows
 
 
+def _allocator_columns(s: Sample) -> str:
+    a = s.allocators
+
+    def pair(used: str, free: str) -> str:
+        return f"{a[used] / 1024:.1f}/{a[free] / 1024:.1f}" if used in a and free in a else "-"
+
+    heap, small = pair("heap_in_use_kib", "heap_free_kib"), pair("pymalloc_used_kib", "pymalloc_free_kib")
+    return f"{heap:>16}{small:>20}{a.get('arenas', '-'):>8}"
+
+
 # ---- against the manager process -----------------------------------------------------------------------
-async def take_sample(pid: int, metrics_url: str, t: float) -> Sample:
+async def take_sample(pid: int, metrics_url: str, t: float, dump: Path | None = None) -> Sample:
     text = await asyncio.to_thread(phases.metrics_text, metrics_url)
     cached, depth, reconciles = parse_metrics(text)
     rss = vm_rss_kib(Path(f"/proc/{pid}/status").read_text())
-    return Sample(t, rss, bs.cpu_seconds(pid), cached, depth, reconciles)
+    allocators = (await alloc_probe(pid, dump)).get("allocators", {}) if dump else {}
+    return Sample(t, rss, bs.cpu_seconds(pid), cached, depth, reconciles, allocators)
+
+
+async def alloc_probe(pid: int, dump: Path, timeout: float = 10) -> Obj:
+    """The hook's allocator figures (SIGUSR2: no collection, no object walk, a few milliseconds), {}
+    without the hook or an answer."""
+    if not Path(f"{dump}.{pid}.hooked").exists():
+        return {}
+    path = Path(f"{dump}.alloc")
+    path.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR2)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return dict(json.loads(path.read_text()))
+        await asyncio.sleep(0.05)
+    return {}
 
 
 async def gc_dump(pid: int, path: Path, timeout: float = 120, *, trim: bool = False) -> Obj:
@@ -271,7 +311,7 @@ async def sample_loop(proc: Any, metrics_url: str, minutes: float, interval: flo
             await asyncio.sleep(delay)
         if proc.poll() is not None:
             raise SystemExit(f"manager exited ({proc.returncode}) during the soak")
-        s = await take_sample(proc.pid, metrics_url, time.monotonic() - started)
+        s = await take_sample(proc.pid, metrics_url, time.monotonic() - started, dump)
         samples.append(s)
         phases.log(f"soak {s.t / 60:5.1f} min: RSS {s.rss_kib / 1024:.1f} MiB, cached "
                    f"{sum(s.cached.values())}, queue {s.depth}")

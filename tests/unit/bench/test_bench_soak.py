@@ -174,3 +174,37 @@ def test_allocator_growth_names_only_the_figures_both_dumps_have(soak: ModuleTyp
     before = {"heap_in_use_kib": 1024, "arenas": 10}
     after = {"heap_in_use_kib": 3072, "heap_free_kib": 512, "arenas": 12}
     assert soak.allocator_growth(before, after) == "glibc heap in use 1.0 -> 3.0 MiB, pymalloc arenas 10 -> 12"
+
+
+def test_alloc_probe_answers_sigusr2_without_a_collection(soak: ModuleType, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each sample asks the hook for the allocator figures alone (SIGUSR2); the rows then show them."""
+    dump = tmp_path / "gc.json"
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)
+    soak.install_gc_hook(tmp_path / "hook", dump)
+    code = "import sys, time\nprint('up', flush=True)\nsys.stdin.readline()\n"
+    proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+        body = asyncio.run(soak.alloc_probe(proc.pid, dump, timeout=30))
+    finally:
+        proc.communicate("\n", timeout=30)
+    assert body["rss_kib"] > 0 and body["allocators"]["arenas"] > 0
+    assert not dump.exists(), "no gc dump for a sample"
+    samples = _samples(soak, [1024, 2048])
+    samples[1].allocators = body["allocators"]
+    rows = soak.sample_rows(samples, warmup_s=0)
+    assert "arenas" in rows[0] and rows[3].split()[-1] == str(body["allocators"]["arenas"])
+    assert rows[2].split()[-1] == "-"
+
+
+def test_alloc_probe_never_signals_a_process_without_the_hook(soak: ModuleType, tmp_path: Path) -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert asyncio.run(soak.alloc_probe(sleeper.pid, tmp_path / "gc.json")) == {}
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
