@@ -12,6 +12,8 @@ manager's code) that, on SIGUSR1, collects garbage and writes the count of live 
 the bench asks at the end of the warm-up and at the end, and prints the types that grew most. With
 OME_SOAK_TRACEMALLOC=1 in the environment the hook also starts tracemalloc in the manager (slower, more
 memory) and the bench prints the source lines whose allocations grew most between the two dumps. With
+OME_SOAK_GARBAGE=1 the collector keeps what it frees (DEBUG_SAVEALL: a diagnostic run, memory grows) and the
+end dump counts the cyclic garbage made since the warm-up by type: what a periodic full collection frees. With
 OME_SOAK_TRIM_PROBE=1 the last dump also asks glibc to return its free heap pages (malloc_trim) and
 reports the RSS after: memory the C heap holds free is fragmentation, not live objects.
 
@@ -65,12 +67,21 @@ _PATH = _os.environ.get({GC_DUMP_ENV!r})
 def _ome_soak_gc_dump(signum, frame):
     import collections, gc, json, sys
     gc.collect()
+    garbage = None
+    if gc.get_debug() & gc.DEBUG_SAVEALL:  # OME_SOAK_GARBAGE: what the collector freed since the last dump
+        garbage = collections.Counter(f"{{type(o).__module__}}.{{type(o).__qualname__}}" for o in gc.garbage)
+        gc.set_debug(0)  # so that the cleared cycles are freed now, not saved again
+        gc.garbage.clear()
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)
     objects = gc.get_objects()
     counts = collections.Counter(f"{{type(o).__module__}}.{{type(o).__qualname__}}" for o in objects)
     total = len(objects)
     del objects
     body = {{"objects": total, "blocks": sys.getallocatedblocks(), "types": dict(counts), "rss_kib": _rss(),
             "allocators": _allocators()}}
+    if garbage is not None:
+        body["garbage"] = dict(garbage.most_common(30))
     if _os.path.exists(_PATH + ".trim"):  # what the C heap holds free: RSS after returning it
         import ctypes
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -130,6 +141,9 @@ def _rss():
 
 
 _LAST = None
+if _os.environ.get("OME_SOAK_GARBAGE"):
+    import gc as _gc
+    _gc.set_debug(_gc.DEBUG_SAVEALL)
 if _os.environ.get("OME_SOAK_TRACEMALLOC"):
     import tracemalloc as _tracemalloc
     _tracemalloc.start()
@@ -396,6 +410,9 @@ def print_report(args: argparse.Namespace, out: Obj) -> None:
     for name, before, after in gc_growth(warm, end):
         print(f"  {after - before:>+8d}  {before:>8} -> {after:<8} {name}")
     print(f"RSS at the dumps, warm-up -> end: {_dump_memory(warm)} -> {_dump_memory(end)}")
+    if end.get("garbage"):
+        print("cyclic garbage the collector freed, warm-up -> end (OME_SOAK_GARBAGE), by type:")
+        print("\n".join(f"  {count:>8}  {name}" for name, count in end["garbage"].items()))
     if warm.get("allocators") and end.get("allocators"):
         print("allocators, warm-up -> end: " + allocator_growth(warm["allocators"], end["allocators"]))
     if end.get("lines"):

@@ -45,6 +45,7 @@ from structlog.typing import FilteringBoundLogger
 
 from ome.framework import errors, handlers, ratelimit
 from ome.framework.controller_metrics import ControllerMetrics
+from ome.framework.failed_frames import clear_failed_frames
 from ome.framework.handlers import EventType, Handler, Obj
 from ome.framework.predicates import Predicate
 from ome.framework.reconcile import Reconciler, Request, Result, RetryError, TerminalError
@@ -283,8 +284,10 @@ class Controller:
                 raise  # the worker itself is being stopped
             # A reconciler awaited something that was cancelled under it: an error like any other.
             self._on_error(req, exc)
+            clear_failed_frames(exc)
         except Exception as exc:
             self._on_error(req, exc)
+            clear_failed_frames(exc)  # logged and requeued: the pass's objects can go now
         else:
             self._on_result(req, result)
         finally:

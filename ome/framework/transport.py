@@ -256,7 +256,12 @@ class Transport:
             ) from exc
         except aiohttp.ClientError as exc:
             raise errors.TransportError(0, "TransportError", f"{method} {path}: {exc!r}") from exc
-        raise error
+        try:
+            raise error
+        finally:
+            # The error's traceback holds this frame: with `error` (and the response) still in its locals
+            # they would form a cycle that waits for the collector's next full pass (failed_frames.py).
+            del error, resp, data
 
     @asynccontextmanager
     async def stream(
@@ -276,7 +281,10 @@ class Transport:
             if resp.status >= 300:
                 error = errors.error_for(resp.status, await read_or_raise(resp.content.read(), path))
                 error.retry_after = _retry_after(resp.headers.get("Retry-After"))
-                raise error
+                try:
+                    raise error
+                finally:
+                    del error  # no cycle through this frame (see _send_once)
             yield resp.content
         finally:
             resp.release()

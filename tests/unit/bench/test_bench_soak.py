@@ -208,3 +208,23 @@ def test_alloc_probe_never_signals_a_process_without_the_hook(soak: ModuleType, 
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_gc_hook_with_garbage_counts_the_cycles_freed_since_the_last_dump(
+        soak: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OME_SOAK_GARBAGE: the dump names the cyclic garbage made since the previous one, by type."""
+    dump = tmp_path / "gc.json"
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.setenv("OME_SOAK_GARBAGE", "1")
+    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)
+    soak.install_gc_hook(tmp_path / "hook", dump)
+    code = ("import gc, os, signal\n"
+            "class Cyclic: pass\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n"
+            "for _ in range(500):\n"
+            "    c = Cyclic(); c.me = c\n"
+            "del c\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n"
+            "assert not gc.garbage, 'the dump frees what it counted'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=60)
+    assert json.loads(dump.read_text())["garbage"]["__main__.Cyclic"] == 500

@@ -555,3 +555,24 @@ async def test_qps_limit_spaces_requests_after_the_burst(fake: FakeApiServer) ->
 def test_qps_without_burst_is_rejected() -> None:
     with pytest.raises(ValueError, match="burst"):
         ClientSettings(qps=10.0)
+
+
+async def test_an_api_error_is_freed_without_the_cyclic_collector(client: Client) -> None:
+    """The transport's frame does not keep the error it raises: no cycle through the traceback, so a
+    conflict (routine under churn) and the response it came from go when the caller drops them."""
+    import gc
+    import weakref
+
+    first = await client.create(resources.CONFIGMAPS, cm("c"))
+    await client.update(resources.CONFIGMAPS, {**first, "data": {"x": "1"}})
+    gc.collect()
+    gc.disable()
+    try:
+        ref: weakref.ref[BaseException] | None = None
+        try:
+            await client.update(resources.CONFIGMAPS, {**first, "data": {"x": "2"}})
+        except errors.Conflict as exc:
+            ref = weakref.ref(exc)
+        assert ref is not None and ref() is None, "the Conflict outlived its handler: a reference cycle"
+    finally:
+        gc.enable()

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -531,3 +533,40 @@ async def test_no_sync_period_means_no_resync(make: Callable[..., Controller]) -
     await ctrl.start()
     await asyncio.sleep(0)
     assert sleep.delays == []
+
+
+async def test_a_failed_pass_frees_what_its_frames_held_without_the_collector(
+    make: Callable[..., Controller],
+) -> None:
+    """A reconcile whose frame holds the error it raises (a gather's result list) forms a cycle with its
+    traceback; the controller clears the frames once the error is handled, so the pass's objects go at
+    once rather than at the next full collection."""
+    held: list[weakref.ref[Any]] = []
+
+    class Rendered:
+        pass
+
+    async def conflict(req: Request, call: int) -> Result:
+        rendered = Rendered()
+        held.append(weakref.ref(rendered))
+        results: list[BaseException] = [RuntimeError("409")]
+        raise results[0]
+
+    rec = Recorder(conflict)
+    informer = FakeInformer()
+    ctrl = make(rec, rate_limiter=ratelimit.ItemExponentialFailureRateLimiter(base=60, max_delay=60))
+    ctrl.for_(informer)
+    gc.collect()
+    gc.disable()
+    try:
+        await ctrl.start()
+        informer.emit("ADDED", obj("a"))
+        await rec.wait_calls(1)
+        for _ in range(100):
+            if metric("controller_runtime_reconcile_errors_total", ctrl.name) == 1:
+                break
+            await asyncio.sleep(0)
+        assert metric("controller_runtime_reconcile_errors_total", ctrl.name) == 1
+        assert held[0]() is None, "the failed pass's objects outlived its handling"
+    finally:
+        gc.enable()
