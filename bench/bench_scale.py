@@ -573,7 +573,7 @@ def _row(label: str, times: list[float] | None, writes: int | None, n: int, cpu:
     t = (f"{pct(times, .5):>8.1f}{pct(times, .9):>8.1f}{times[-1]:>8.1f}" if times
          else f"{'-':>8}{'-':>8}{'-':>8}")
     w = f"{writes:>8}{writes / n:>7.2f}" if writes is not None else f"{'-':>8}{'-':>7}"
-    return f"{label:<24}{t}{w}{cpu:>8}{rss:>14}"
+    return f"{label:<24}{t}{w}{cpu:>8}{rss:>16}"
 
 
 def print_table(args: argparse.Namespace, out: Obj) -> None:
@@ -583,7 +583,7 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
     print(f"\nbench_scale: N={n} {args.mode}, cluster profile scale, {os.cpu_count()} cores "
           f"(load average at start {load}), manager flags: {' '.join(args.manager_arg) or 'defaults'}")
     head = (f"{'phase':<24}{'p50 s':>8}{'p90 s':>8}{'p100 s':>8}{'writes':>8}{'/svc':>7}{'CPU s':>8}"
-            f"{'RSS':>14}")
+            f"{'RSS':>16}")
     print(head)
     print("-" * len(head))
     if "floor" in out:
@@ -591,7 +591,7 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
         kinds = ", ".join(f"{v} {k}" for k, v in sorted(floor["kinds"].items()))
         print(_row("(a) raw floor", floor["times"], out["floor_writes"], n, "-", "-") + f"  ({kinds})")
     m_writes = sum(mgr["writes"].values())
-    print(_row("(b) manager", mgr["times"], m_writes, n, f"{mgr['cpu']:.1f}", f"{mgr['rss']:.0f} MiB peak"))
+    print(_row("(b) manager", mgr["times"], m_writes, n, f"{mgr['cpu']:.1f}", f"{mgr['rss']:.1f} MiB peak"))
     if "idle" in out:
         i = out["idle"]
         share = 100 * i["cpu"] / args.idle_seconds
