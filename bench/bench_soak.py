@@ -65,17 +65,17 @@ _PATH = _os.environ.get({GC_DUMP_ENV!r})
 
 
 def _ome_soak_gc_dump(signum, frame):
-    import collections, gc, json, sys
+    import gc, sys
     gc.collect()
     garbage = None
     if gc.get_debug() & gc.DEBUG_SAVEALL:  # OME_SOAK_GARBAGE: what the collector freed since the last dump
-        garbage = collections.Counter(f"{{type(o).__module__}}.{{type(o).__qualname__}}" for o in gc.garbage)
+        garbage = _type_counts(gc.garbage)
         gc.set_debug(0)  # so that the cleared cycles are freed now, not saved again
         gc.garbage.clear()
         gc.collect()
         gc.set_debug(gc.DEBUG_SAVEALL)
     objects = gc.get_objects()
-    counts = collections.Counter(f"{{type(o).__module__}}.{{type(o).__qualname__}}" for o in objects)
+    counts = _type_counts(objects)
     total = len(objects)
     del objects
     body = {{"objects": total, "blocks": sys.getallocatedblocks(), "types": dict(counts), "rss_kib": _rss(),
@@ -95,27 +95,44 @@ def _ome_soak_gc_dump(signum, frame):
             body["lines"] = [f"{{d.size_diff / 1024:+9.0f}} KiB {{d.count_diff:+8d}}  {{d.traceback[0]}}"
                              for d in snap.compare_to(_LAST, "lineno")[:25]]
         _LAST = snap
-    with open(_PATH + ".tmp", "w") as out:
+    _write_json(_PATH, body)
+
+
+def _type_counts(objects):
+    import collections
+    return collections.Counter(f"{{type(o).__module__}}.{{type(o).__qualname__}}" for o in objects)
+
+
+def _write_json(path, body):  # atomically: the bench polls for the file
+    import json
+    with open(path + ".tmp", "w") as out:
         json.dump(body, out)
-    _os.replace(_PATH + ".tmp", _PATH)
+    _os.replace(path + ".tmp", path)
+
+
+def _load_mallinfo2():
+    # glibc's heap figures; loaded once, since a ctypes Structure class made per call is itself garbage.
+    import ctypes
+    class _Info(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                    "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+    try:
+        fn = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):  # not glibc, or glibc before 2.33
+        return None
+    fn.restype = _Info
+    return fn
 
 
 def _allocators():
     # Where the bytes sit: glibc's heap (mallinfo2: in use, free inside the heap, mmapped chunks) and
     # pymalloc's arenas (sys._debugmallocstats, which writes to fd 2 only, so it is caught there).
-    import ctypes, re, sys, tempfile
+    import re, sys, tempfile
     out = {{}}
-    try:
-        class _Info(ctypes.Structure):
-            _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                        "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-        fn = ctypes.CDLL("libc.so.6").mallinfo2
-        fn.restype = _Info
-        info = fn()
+    if _MALLINFO2 is not None:
+        info = _MALLINFO2()
         out.update(heap_in_use_kib=info.uordblks // 1024, heap_free_kib=info.fordblks // 1024,
                    mmapped_kib=info.hblkhd // 1024)
-    except (OSError, AttributeError):
-        pass
     saved = _os.dup(2)
     with tempfile.TemporaryFile() as tmp:
         _os.dup2(tmp.fileno(), 2)
@@ -149,13 +166,11 @@ if _os.environ.get("OME_SOAK_TRACEMALLOC"):
     _tracemalloc.start()
 
 def _ome_soak_alloc_probe(signum, frame):
-    import json
-    with open(_PATH + ".alloc.tmp", "w") as out:
-        json.dump({{"rss_kib": _rss(), "allocators": _allocators()}}, out)
-    _os.replace(_PATH + ".alloc.tmp", _PATH + ".alloc")
+    _write_json(_PATH + ".alloc", {{"rss_kib": _rss(), "allocators": _allocators()}})
 
 
 if _PATH:
+    _MALLINFO2 = _load_mallinfo2()
     _signal.signal(_signal.SIGUSR1, _ome_soak_gc_dump)
     _signal.signal(_signal.SIGUSR2, _ome_soak_alloc_probe)
     with open(f"{{_PATH}}.{{_os.getpid()}}.hooked", "w"):  # SIGUSR1's default would end the process
@@ -281,36 +296,32 @@ async def take_sample(pid: int, metrics_url: str, t: float, dump: Path | None = 
 async def alloc_probe(pid: int, dump: Path, timeout: float = 10) -> Obj:
     """The hook's allocator figures (SIGUSR2: no collection, no object walk, a few milliseconds), {}
     without the hook or an answer."""
+    return await _ask_hook(pid, dump, signal.SIGUSR2, Path(f"{dump}.alloc"), timeout, poll=0.05)
+
+
+async def _ask_hook(pid: int, dump: Path, sig: signal.Signals, answer: Path, timeout: float, *,
+                    poll: float) -> Obj:
+    """Signal the manager and read the file its hook writes; {} if the hook is not loaded (the signal's
+    default action would end the manager) or it did not answer within `timeout`."""
     if not Path(f"{dump}.{pid}.hooked").exists():
         return {}
-    path = Path(f"{dump}.alloc")
-    path.unlink(missing_ok=True)
-    os.kill(pid, signal.SIGUSR2)
+    answer.unlink(missing_ok=True)
+    os.kill(pid, sig)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if path.exists():
-            return dict(json.loads(path.read_text()))
-        await asyncio.sleep(0.05)
+        if answer.exists():
+            return dict(json.loads(answer.read_text()))
+        await asyncio.sleep(poll)
     return {}
 
 
 async def gc_dump(pid: int, path: Path, timeout: float = 120, *, trim: bool = False) -> Obj:
-    """The manager's live objects by type (the sitecustomize hook); {} if the hook is not loaded (the
-    signal's default action would end the manager) or it did not answer. `trim`: the hook then also
-    reports the RSS after malloc_trim."""
-    if not Path(f"{path}.{pid}.hooked").exists():
-        return {}
-    path.unlink(missing_ok=True)
+    """The manager's live objects by type (the sitecustomize hook, SIGUSR1), {} without the hook or an
+    answer. `trim`: the hook then also reports the RSS after malloc_trim."""
     Path(f"{path}.trim").unlink(missing_ok=True)
     if trim:
         Path(f"{path}.trim").touch()
-    os.kill(pid, signal.SIGUSR1)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            return dict(json.loads(path.read_text()))
-        await asyncio.sleep(0.5)
-    return {}
+    return await _ask_hook(pid, path, signal.SIGUSR1, path, timeout, poll=0.5)
 
 
 async def sample_loop(proc: Any, metrics_url: str, minutes: float, interval: float, warmup_s: float,

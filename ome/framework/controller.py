@@ -284,10 +284,8 @@ class Controller:
                 raise  # the worker itself is being stopped
             # A reconciler awaited something that was cancelled under it: an error like any other.
             self._on_error(req, exc)
-            clear_failed_frames(exc)
         except Exception as exc:
             self._on_error(req, exc)
-            clear_failed_frames(exc)  # logged and requeued: the pass's objects can go now
         else:
             self._on_result(req, result)
         finally:
@@ -338,6 +336,7 @@ class Controller:
             self._log.error("Reconciler error", error=str(exc), error_type=type(exc).__name__)
         else:  # anything else is a bug in a reconciler: keep the traceback
             self._log.error("Reconciler error", exc_info=exc)
+        clear_failed_frames(exc)  # logged and requeued: the pass's objects can go now
 
 
 def unobserved(obj: Obj) -> bool:

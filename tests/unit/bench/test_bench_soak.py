@@ -27,6 +27,16 @@ def soak() -> ModuleType:
         sys.path.remove(str(BENCH))
 
 
+@pytest.fixture
+def hooked(soak: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The dump path of a gc hook installed for the subprocesses a test starts (env restored after)."""
+    dump = tmp_path / "gc.json"
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)  # restored (removed) after the test
+    soak.install_gc_hook(tmp_path / "hook", dump)
+    return dump
+
+
 METRICS = """\
 # HELP ome_informer_cached_objects Objects held by informer stores.
 # TYPE ome_informer_cached_objects gauge
@@ -89,11 +99,12 @@ def test_gc_growth_orders_by_increase(soak: ModuleType) -> None:
     assert soak.gc_growth(before, after) == [("x.New", 0, 60), ("builtins.dict", 100, 130)]
 
 
-def test_gc_dump_never_signals_a_process_without_the_hook(soak: ModuleType, tmp_path: Path) -> None:
-    """Without the hook's mark SIGUSR1 would end the manager: no signal, no counts."""
+@pytest.mark.parametrize("ask", ["gc_dump", "alloc_probe"])
+def test_the_hook_is_never_signalled_in_a_process_without_it(soak: ModuleType, tmp_path: Path, ask: str) -> None:
+    """Without the hook's mark SIGUSR1 or SIGUSR2 would end the manager: no signal, no figures."""
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        assert asyncio.run(soak.gc_dump(sleeper.pid, tmp_path / "gc.json", timeout=1)) == {}
+        assert asyncio.run(getattr(soak, ask)(sleeper.pid, tmp_path / "gc.json", timeout=1)) == {}
         assert sleeper.poll() is None, "the process was signalled"
     finally:
         sleeper.kill()
@@ -108,13 +119,9 @@ def test_sample_rows(soak: ModuleType) -> None:
     assert rows[4].split()[:3] == ["1.0", "3.0", "+1024"]
 
 
-def test_gc_hook_dumps_live_objects_on_sigusr1(soak: ModuleType, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gc_hook_dumps_live_objects_on_sigusr1(soak: ModuleType, hooked: Path) -> None:
     """The hook the manager loads: a process that gets SIGUSR1 writes its gc-tracked objects by type."""
-    dump = tmp_path / "gc.json"
-    monkeypatch.setenv("PYTHONPATH", "")
-    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)  # restored (removed) after the test
-    soak.install_gc_hook(tmp_path / "hook", dump)
+    dump = hooked
     assert os.environ[soak.GC_DUMP_ENV] == str(dump)
     code = ("import os, signal\n"
             "class Leaky: pass\n"
@@ -128,14 +135,11 @@ def test_gc_hook_dumps_live_objects_on_sigusr1(soak: ModuleType, tmp_path: Path,
     assert body["objects"] >= 321 and body["blocks"] > 0
 
 
-def test_gc_hook_with_tracemalloc_names_the_lines_that_grew(soak: ModuleType, tmp_path: Path,
+def test_gc_hook_with_tracemalloc_names_the_lines_that_grew(hooked: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """OME_SOAK_TRACEMALLOC: the second dump lists the source lines whose allocations grew since the first."""
-    dump = tmp_path / "gc.json"
-    monkeypatch.setenv("PYTHONPATH", "")
+    dump = hooked
     monkeypatch.setenv("OME_SOAK_TRACEMALLOC", "1")
-    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)
-    soak.install_gc_hook(tmp_path / "hook", dump)
     code = ("import os, signal\n"
             "os.kill(os.getpid(), signal.SIGUSR1)\n"
             "kept = [bytearray(1000) for _ in range(2000)]  # the growth\n"
@@ -145,13 +149,9 @@ def test_gc_hook_with_tracemalloc_names_the_lines_that_grew(soak: ModuleType, tm
     assert "<string>:3" in lines[0] and "KiB" in lines[0]
 
 
-def test_gc_hook_reports_where_the_bytes_sit(soak: ModuleType, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gc_hook_reports_where_the_bytes_sit(soak: ModuleType, hooked: Path, tmp_path: Path) -> None:
     """The dump splits memory by allocator: pymalloc's blocks (small objects) and glibc's heap (large ones)."""
-    dump = tmp_path / "gc.json"
-    monkeypatch.setenv("PYTHONPATH", "")
-    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)
-    soak.install_gc_hook(tmp_path / "hook", dump)
+    dump = hooked
     code = ("import os, signal, json\n"
             "os.kill(os.getpid(), signal.SIGUSR1)\n"
             f"first = json.load(open({str(dump)!r}))\n"
@@ -176,13 +176,9 @@ def test_allocator_growth_names_only_the_figures_both_dumps_have(soak: ModuleTyp
     assert soak.allocator_growth(before, after) == "glibc heap in use 1.0 -> 3.0 MiB, pymalloc arenas 10 -> 12"
 
 
-def test_alloc_probe_answers_sigusr2_without_a_collection(soak: ModuleType, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_alloc_probe_answers_sigusr2_without_a_collection(soak: ModuleType, hooked: Path) -> None:
     """Each sample asks the hook for the allocator figures alone (SIGUSR2); the rows then show them."""
-    dump = tmp_path / "gc.json"
-    monkeypatch.setenv("PYTHONPATH", "")
-    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)
-    soak.install_gc_hook(tmp_path / "hook", dump)
+    dump = hooked
     code = "import sys, time\nprint('up', flush=True)\nsys.stdin.readline()\n"
     proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
@@ -200,24 +196,11 @@ def test_alloc_probe_answers_sigusr2_without_a_collection(soak: ModuleType, tmp_
     assert rows[2].split()[-1] == "-"
 
 
-def test_alloc_probe_never_signals_a_process_without_the_hook(soak: ModuleType, tmp_path: Path) -> None:
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        assert asyncio.run(soak.alloc_probe(sleeper.pid, tmp_path / "gc.json")) == {}
-        assert sleeper.poll() is None
-    finally:
-        sleeper.kill()
-        sleeper.wait()
-
-
 def test_gc_hook_with_garbage_counts_the_cycles_freed_since_the_last_dump(
-        soak: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        hooked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """OME_SOAK_GARBAGE: the dump names the cyclic garbage made since the previous one, by type."""
-    dump = tmp_path / "gc.json"
-    monkeypatch.setenv("PYTHONPATH", "")
+    dump = hooked
     monkeypatch.setenv("OME_SOAK_GARBAGE", "1")
-    monkeypatch.delenv(soak.GC_DUMP_ENV, raising=False)
-    soak.install_gc_hook(tmp_path / "hook", dump)
     code = ("import gc, os, signal\n"
             "class Cyclic: pass\n"
             "os.kill(os.getpid(), signal.SIGUSR1)\n"
