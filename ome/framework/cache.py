@@ -202,6 +202,19 @@ class SharedCache:
         except errors.NotFound:
             return None
 
+    def seen_version(self, res: Resource, namespace: str | None = None) -> int | None:
+        """The lowest resourceVersion the informers that may hold `res` objects of `namespace` have stored
+        or been told of (an event, a list, a bookmark): every write up to it that they select is in the
+        cache. None when one of them has none that is an integer (own_applies.py)."""
+        lowest: int | None = None
+        for informer in self._readers(res, namespace if res.namespaced else None):
+            try:
+                version = int(informer.last_sync_resource_version)
+            except ValueError:
+                return None
+            lowest = version if lowest is None else min(lowest, version)
+        return lowest
+
     def list(
         self,
         res: Resource,

@@ -80,6 +80,7 @@ def add_to_manager(
         entries=entries,
         config_namespace=config_namespace,
         config_source=config_source,
+        seen=cache.seen_version,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     spec_or_meta = predicates.or_(

@@ -19,8 +19,8 @@ parts), queued by the publication when the status does not show them yet.
 
 Writes are server-side applies stamped with a hash (no-op reconciles write nothing), under the field
 manager `ome-autoscaler-controller`. The watch event of one apply (the HPA's) re-runs a pass before the
-cache shows the other (the budget's); `AppliedVersions` keeps that pass from applying the same content
-again (`_apply`).
+cache shows the other (the budget's, absent while just created); the reconciler's `OwnApplies`
+(framework/own_applies.py) keeps that pass from applying the same content again (`_apply`).
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ from ome.controllers.autoscaler.entries import LEGACY_FIELD_MANAGER, AutoscalerE
 from ome.controllers.inferenceservice import converge, runtime_pinning
 from ome.framework import errors
 from ome.framework.events import EventRecorder
+from ome.framework.own_applies import OwnApplies
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
-from ome.framework.written import MAX_ENTRIES, LastWrites, resource_version
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import autoscaler_policy, autoscaling, modes, naming
 from ome.resolution.autoscaling import PolicyHold
@@ -72,40 +72,6 @@ class Reader(runtime_pinning.Lister, Protocol):
 class Writer(converge.Writer, Protocol):
     async def patch(self, res: Resource, name: str, patch: Obj, namespace: str | None = None, *,
                     subresource: str | None = None) -> Obj: ...
-
-
-class AppliedVersions:
-    """(resource, namespace, name) -> the desired hash of this process's last apply, kept with that apply's
-    resourceVersion in framework/written.py's `LastWrites` (the mechanism WrittenVersions uses).
-
-    While the cached object is older than that apply's answer, the cache has not shown our own write yet:
-    the desired object is compared with what we applied (same hash: skipped; another: applied, even when
-    it equals the stale cached copy). Once the cache shows that resourceVersion or a newer
-    one, the entry is dropped and the cached object alone decides (so an edit made after our apply is
-    undone). An object absent from the cache is never skipped: not yet seen and deleted by someone look
-    the same there. Keyed by name, not uid: an object not in the cache has no uid to look up by."""
-
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        self._applies: LastWrites[tuple[str, str, str], str] = LastWrites(max_entries)
-
-    def newer(self, key: tuple[str, str, str], cached: Mapping[str, Any] | None) -> str | None:
-        """The hash of our last apply when `cached` predates it (the apiserver holds that content, not
-        the cached one); None when the cache decides."""
-        mine = self._applies.ahead_of(key, cached)
-        return None if mine is None else mine[1]
-
-    def record(self, key: tuple[str, str, str], desired_hash: str, answer: Mapping[str, Any] | None) -> None:
-        version = resource_version(answer)
-        if version is None:
-            self._applies.forget(key)  # nothing to compare the cache with: it decides
-        else:
-            self._applies.put(key, version, desired_hash)
-
-    def forget(self, key: tuple[str, str, str]) -> None:
-        self._applies.forget(key)
-
-    def __len__(self) -> int:
-        return len(self._applies)
 
 
 class ComponentFailed(RetryError):
@@ -144,7 +110,9 @@ class AutoscalerReconciler:
         config_namespace: str = "ome",
         config_source: ConfigSource | None = None,
         clock: Callable[[], datetime] = _utcnow,
+        seen: Callable[[Resource, str | None], int | None] | None = None,
     ) -> None:
+        self._seen = seen  # SharedCache.seen_version: the informers' progress, for OwnApplies
         self._reader = reader
         self._writer = writer
         self._recorder = recorder
@@ -154,7 +122,7 @@ class AutoscalerReconciler:
         self._config_namespace = config_namespace
         self._config_source = config_source
         self._clock = clock
-        self._applied = AppliedVersions()
+        self._applied: OwnApplies[tuple[str, str, str]] = OwnApplies()
 
     async def reconcile(self, req: Request) -> Result:
         if self._config_source is not None:
@@ -295,9 +263,10 @@ class AutoscalerReconciler:
         stamped = converge.stamp(desired)
         res = converge.resource_of(stamped)
         meta = stamped["metadata"]
-        key = (res.name, str(meta.get("namespace") or ""), str(meta["name"]))
+        key = converge.applies_key(res, stamped)
         wanted = drift.desired_hash(stamped)
-        ours = self._applied.newer(key, cached)
+        seen = self._seen(res, meta.get("namespace")) if self._seen is not None else None
+        ours = self._applied.pending(key, cached, seen)
         if ours == wanted or (ours is None and converge.up_to_date(stamped, cached)):
             return  # a cache older than our last apply is compared with that apply, not with itself
         log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
@@ -309,7 +278,7 @@ class AutoscalerReconciler:
         if meta.get("deletionTimestamp"):
             return
         log.info("Deleting child", kind=res.kind, child=meta["name"])
-        self._applied.forget((res.name, str(meta.get("namespace") or ""), str(meta["name"])))
+        self._applied.forget(converge.applies_key(res, obj))
         try:
             await self._writer.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
         except (errors.NotFound, errors.Conflict):

@@ -108,6 +108,7 @@ def add_to_manager(
         routing_facts=routing_facts,
         pod_monitor_served=pod_monitor_served,
         autoscaler_entries=entries,
+        seen=cache.seen_version,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     entries.subscribe(controller.queue.add)

@@ -28,6 +28,7 @@ import structlog
 
 from ome.controllers import drift
 from ome.framework import resources
+from ome.framework.own_applies import OwnApplies
 from ome.framework.resources import Resource
 
 Obj = dict[str, Any]
@@ -109,6 +110,12 @@ def resource_of(obj: Mapping[str, Any]) -> Resource:
     return resources.resource_for(obj["apiVersion"], obj["kind"])
 
 
+def applies_key(res: Resource, obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The key of `obj` in an OwnApplies: a cached object carries no kind, so the resource names it."""
+    meta = obj.get("metadata") or {}
+    return (res.name, str(meta.get("namespace") or ""), str(meta["name"]))
+
+
 async def converge(
     writer: Writer,
     desired: Obj,
@@ -116,12 +123,21 @@ async def converge(
     tolerated: Tolerated | None = None,
     *,
     create_only: Mapping[str, Mapping[str, Any]] | None = None,
+    applies: OwnApplies[tuple[str, str, str]] | None = None,
+    seen: int | None = None,
 ) -> bool:
     """Apply `desired` unless the cached copy already matches it; True when it wrote. `create_only`
-    ({section: {field: value}}) is sent with the create only (see the module docstring)."""
+    ({section: {field: value}}) is sent with the create only (see the module docstring). With `applies`,
+    a cache that does not show our last apply of the object yet is compared with that apply instead
+    (framework/own_applies.py; `seen`: how far the informers that would hold the object have got)."""
     tolerated = tolerated or TOLERATED
     stamped = stamp(desired)
-    why = reasons(stamped, cached, tolerated)
+    res = resource_of(stamped)
+    key = applies_key(res, stamped)
+    ours = applies.pending(key, cached, seen) if applies is not None else None
+    if ours is not None and ours == drift.desired_hash(stamped):
+        return False  # the cache has not shown our apply of this very content yet
+    why = reasons(stamped, cached, tolerated) or (["changed"] if ours is not None else [])
     if not why:
         return False
     meta = stamped["metadata"]
@@ -130,9 +146,11 @@ async def converge(
     else:
         log.info("Repairing drifted child", kind=stamped["kind"], child=meta["name"], fields=why[:10])
     body = with_create_only(stamped, cached, create_only) if create_only else stamped
-    applied = await writer.apply(resource_of(stamped), body, field_manager=FIELD_MANAGER, force=True)
+    applied = await writer.apply(res, body, field_manager=FIELD_MANAGER, force=True)
     if isinstance(applied, Mapping):
         tolerated.record(stamped, applied)
+    if applies is not None:
+        applies.record(key, drift.desired_hash(stamped), applied if isinstance(applied, Mapping) else None)
     return True
 
 

@@ -59,6 +59,7 @@ from ome.controllers.inferenceservice import converge, pod_index, routing, runti
 from ome.controllers.rolloutcoordination import condition as coordination_condition
 from ome.framework import errors
 from ome.framework.events import EventRecorder
+from ome.framework.own_applies import OwnApplies
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
@@ -169,7 +170,12 @@ class InferenceServiceReconciler:
         routing_facts: routing.RoutingFacts | None = None,
         pod_monitor_served: bool = False,
         autoscaler_entries: scaler_entries.AutoscalerEntries | None = None,
+        seen: Callable[[Resource, str | None], int | None] | None = None,
     ) -> None:
+        # `seen` (SharedCache.seen_version): how far the children's informers have got, so that a pass
+        # right after another does not apply again a child the cache does not show yet (own_applies.py).
+        self._seen = seen
+        self._applies: OwnApplies[tuple[str, str, str]] = OwnApplies()
         self._config_source = config_source
         self.autoscaler_entries = (autoscaler_entries if autoscaler_entries is not None
                                    else scaler_entries.AutoscalerEntries())
@@ -380,7 +386,7 @@ class InferenceServiceReconciler:
         if template is None:  # the named revision is not in the cache yet: keep the ports as they are
             return replica_refs.service_port(cached) if cached is not None else None
         desired = replica_refs.stable_service(isvc, role, replica_name, template)
-        await converge.converge(self._writer, desired, cached)
+        await self._converge(desired, cached)
         return replica_refs.service_port(desired)
 
     # -- steps -------------------------------------------------------------------------------------
@@ -456,13 +462,13 @@ class InferenceServiceReconciler:
             # each), but the router's identity comes first: its pods cannot be created without it.
             identity = [obj for obj in desired if obj["kind"] in _IDENTITY_KINDS]
             for obj in identity:
-                await converge.converge(self._writer, obj, self._cached(obj))
+                await self._converge(obj, self._cached(obj))
             # An OMENative replica is created with the count the autoscaler would set (no /scale after).
             initial = initial_replicas(isvc, plan, runtime_spec, self._config)
             counted = {"spec": {"replicas": initial}} if initial is not None else None
             await asyncio.gather(*(
-                converge.converge(self._writer, obj, self._cached(obj),
-                                  create_only=counted if obj["kind"] == "InferenceReplica" else None)
+                self._converge(obj, self._cached(obj),
+                               create_only=counted if obj["kind"] == "InferenceReplica" else None)
                 for obj in desired if obj["kind"] not in _IDENTITY_KINDS))
             done.append(plan)
         return done, None
@@ -504,7 +510,7 @@ class InferenceServiceReconciler:
             if cached is not None and _owned_by(cached, isvc):
                 await self._delete(resources.SERVICES, cached)
             return None
-        await converge.converge(self._writer, desired, cached)
+        await self._converge(desired, cached)
         port: int = desired["spec"]["ports"][0]["port"]
         return port
 
@@ -526,10 +532,22 @@ class InferenceServiceReconciler:
         if meta.get("deletionTimestamp"):
             return
         log.info("Deleting child", kind=res.kind, child=meta["name"])
+        self._applies.forget(converge.applies_key(res, obj))
         try:
             await self._writer.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
         except (errors.NotFound, errors.Conflict):
             pass
+
+    async def _converge(
+        self, desired: Obj, cached: Mapping[str, Any] | None, *,
+        create_only: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> bool:
+        """converge.converge with this reconciler's own applies and the informers' progress."""
+        seen = None
+        if self._seen is not None:
+            seen = self._seen(converge.resource_of(desired), desired["metadata"].get("namespace"))
+        return await converge.converge(self._writer, desired, cached, create_only=create_only,
+                                       applies=self._applies, seen=seen)
 
     def _written_before(self, isvc: Obj) -> bool:
         """Whether this process wrote the service's status and the cache may not show it yet."""

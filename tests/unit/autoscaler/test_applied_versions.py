@@ -9,8 +9,18 @@ from typing import Any
 
 from ome.api import resources as r
 from ome.api.resources import Resource
+from ome.config import inferenceservice_config as cfg
 from ome.controllers.autoscaler import reconciler as rec
-from tests.unit.autoscaler.test_reconciler import REQ, World, _put_isvc, _reconciler, _set_engine, resolvers
+from tests.unit.autoscaler.test_reconciler import (
+    NOW,
+    REQ,
+    FakeRecorder,
+    World,
+    _put_isvc,
+    _reconciler,
+    _set_engine,
+    resolvers,
+)
 
 Obj = dict[str, Any]
 __all__ = ["resolvers"]  # the autouse fixture that fixes model and runtime resolution
@@ -104,11 +114,24 @@ async def test_an_object_gone_from_the_cache_is_applied_again() -> None:
     assert world.applies == [("HorizontalPodAutoscaler", "llama-engine")]
 
 
-def test_entries_are_bounded_and_dropped_once_the_cache_catches_up() -> None:
-    applied = rec.AppliedVersions(max_entries=2)
-    for n in range(3):
-        applied.record(("hpa", "demo", f"s{n}"), "h", {"metadata": {"resourceVersion": "10"}})
-    assert len(applied) == 2 and applied.newer(("hpa", "demo", "s0"), {"metadata": {"resourceVersion": "1"}}) is None
-    assert applied.newer(("hpa", "demo", "s2"), {"metadata": {"resourceVersion": "9"}}) == "h"
-    assert applied.newer(("hpa", "demo", "s2"), {"metadata": {"resourceVersion": "10"}}) is None
-    assert len(applied) == 1
+async def test_a_pass_before_the_cache_shows_the_creates_does_not_create_again() -> None:
+    """A new service: the first pass creates the HPA and the budget; the HPA's watch event starts the
+    next pass while the cache shows neither. With the informers' progress below the creates' versions the
+    absent objects are ours in flight, not deleted ones; once the informers have passed those versions,
+    an absent object was deleted after our create and is applied again."""
+    world = StaleCache()
+    _put_isvc(world)
+    progress = {"seen": 0}
+    reconciler = rec.AutoscalerReconciler(
+        reader=world, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
+        config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
+        entries=world.entries, clock=lambda: NOW, seen=lambda res, namespace: progress["seen"],
+    )
+    await reconciler.reconcile(REQ)
+    created = sorted(world.applies)
+    assert [kind for kind, _ in created] == ["HorizontalPodAutoscaler", "PodDisruptionBudget"]
+    await reconciler.reconcile(REQ)  # the cache shows neither create yet
+    assert sorted(world.applies) == created, "no second create of the same content"
+    progress["seen"] = max(int(o["metadata"]["resourceVersion"]) for o in world.served.values())
+    await reconciler.reconcile(REQ)  # the informers passed both creates and hold neither: deleted
+    assert sorted(world.applies) == sorted(created * 2)

@@ -210,3 +210,18 @@ def test_selector_requirements_and_implication() -> None:
     assert implies([("a", "1"), ("b", "2")], [("a", None)])
     assert implies([("a", "1")], [("a", "1")]) and not implies([("a", "1")], [("a", "2")])
     assert not implies([], [("a", None)]) and implies([], []) and not implies([("a", "1")], None)
+
+
+async def test_seen_version_is_the_lowest_version_the_informers_that_may_hold_the_object_have_reached(
+    cache: SharedCache, fake: FakeApiServer
+) -> None:
+    whole = cache.informer_for(PODS)
+    scoped = cache.informer_for(PODS, label_selector={"app": "x"})
+    await cache.start()
+    await cache.wait_for_sync(2)
+    assert cache.seen_version(PODS, "a") == int(whole.last_sync_resource_version) == fake.rv
+    # One informer behind the other: the lower decides (a write it selects may not be in it yet).
+    scoped._reflector._rv = str(fake.rv - 1)
+    assert cache.seen_version(PODS, "a") == fake.rv - 1
+    scoped._reflector._rv = "not-etcd"
+    assert cache.seen_version(PODS, "a") is None, "a version that is not an integer cannot tell"
