@@ -202,12 +202,18 @@ class SharedCache:
         except errors.NotFound:
             return None
 
-    def seen_version(self, res: Resource, namespace: str | None = None) -> int | None:
-        """The lowest resourceVersion the informers that may hold `res` objects of `namespace` have stored
-        or been told of (an event, a list, a bookmark): every write up to it that they select is in the
-        cache. None when one of them has none that is an integer (own_applies.py)."""
+    def seen_version(
+        self, res: Resource, namespace: str | None = None, labels: Mapping[str, str] | None = None
+    ) -> int | None:
+        """The lowest resourceVersion the informers that may hold a `res` object of `namespace` with
+        `labels` (None: any labels) have stored or been told of (an event, a list, a bookmark): every write
+        up to it that they select is in the cache. None when one of them has none that is an integer
+        (own_applies.py). Informers whose selector excludes `labels` do not count: a quiet one would
+        hold the figure back for up to a bookmark's interval."""
         lowest: int | None = None
         for informer in self._readers(res, namespace if res.namespaced else None):
+            if labels is not None and not _may_select(informer.label_selector, labels):
+                continue
             try:
                 version = int(informer.last_sync_resource_version)
             except ValueError:
@@ -300,6 +306,28 @@ class SharedCache:
             if not informer.has_synced:
                 raise NotSyncedError(f"informer for {res.name} has not synced yet")
         return readers
+
+
+def _may_select(selector: str | None, labels: Mapping[str, str]) -> bool:
+    """Whether an informer's label selector may select `labels`: equality, inequality and existence
+    terms are checked; a set-based term (`in`, `notin`) counts as a match."""
+    for term in (t.strip() for t in (selector or "").split(",") if t.strip()):
+        if " in " in term or " notin " in term or "(" in term:
+            continue
+        if term.startswith("!"):
+            if term[1:].strip() in labels:
+                return False
+        elif "!=" in term:
+            key, _, value = term.partition("!=")
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, _, value = term.replace("==", "=").partition("=")
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif term not in labels:
+            return False
+    return True
 
 
 def label_string(reqs: builtins.list[Requirement]) -> str:

@@ -11,8 +11,9 @@ the cache has not shown that version, a pass compares its desired object with wh
 hash: skipped; another: applied, even when it equals the stale cached copy):
 
 - a cached copy older than the apply's answer has not shown it;
-- an absent object has not been shown yet while the informers that would hold it have not reached the
-  apply's version (`seen`, the lowest resourceVersion they have stored or been told of). Once they
+- an absent object has not been shown yet while the informers that would hold it (by kind, namespace
+  and labels) have not reached the apply's version (`seen`, the lowest resourceVersion they have stored
+  or been told of: SharedCache.seen_version). Once they
   have, absence means someone deleted it after the apply, and the object is applied again. Without a
   `seen` (an informer whose versions are not integers, a reader that cannot tell) absence is never
   held back: not yet shown and deleted look the same there.

@@ -110,7 +110,7 @@ class AutoscalerReconciler:
         config_namespace: str = "ome",
         config_source: ConfigSource | None = None,
         clock: Callable[[], datetime] = _utcnow,
-        seen: Callable[[Resource, str | None], int | None] | None = None,
+        seen: Callable[[Resource, str | None, Mapping[str, str]], int | None] | None = None,
     ) -> None:
         self._seen = seen  # SharedCache.seen_version: the informers' progress, for OwnApplies
         self._reader = reader
@@ -265,7 +265,9 @@ class AutoscalerReconciler:
         meta = stamped["metadata"]
         key = converge.applies_key(res, stamped)
         wanted = drift.desired_hash(stamped)
-        seen = self._seen(res, meta.get("namespace")) if self._seen is not None else None
+        seen = None
+        if self._seen is not None:
+            seen = self._seen(res, meta.get("namespace"), meta.get("labels") or {})
         ours = self._applied.pending(key, cached, seen)
         if ours == wanted or (ours is None and converge.up_to_date(stamped, cached)):
             return  # a cache older than our last apply is compared with that apply, not with itself

@@ -170,7 +170,7 @@ class InferenceServiceReconciler:
         routing_facts: routing.RoutingFacts | None = None,
         pod_monitor_served: bool = False,
         autoscaler_entries: scaler_entries.AutoscalerEntries | None = None,
-        seen: Callable[[Resource, str | None], int | None] | None = None,
+        seen: Callable[[Resource, str | None, Mapping[str, str]], int | None] | None = None,
     ) -> None:
         # `seen` (SharedCache.seen_version): how far the children's informers have got, so that a pass
         # right after another does not apply again a child the cache does not show yet (own_applies.py).
@@ -545,7 +545,8 @@ class InferenceServiceReconciler:
         """converge.converge with this reconciler's own applies and the informers' progress."""
         seen = None
         if self._seen is not None:
-            seen = self._seen(converge.resource_of(desired), desired["metadata"].get("namespace"))
+            meta = desired["metadata"]
+            seen = self._seen(converge.resource_of(desired), meta.get("namespace"), meta.get("labels") or {})
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
                                        applies=self._applies, seen=seen)
 

@@ -125,7 +125,7 @@ async def test_a_pass_before_the_cache_shows_the_creates_does_not_create_again()
     reconciler = rec.AutoscalerReconciler(
         reader=world, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
         config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
-        entries=world.entries, clock=lambda: NOW, seen=lambda res, namespace: progress["seen"],
+        entries=world.entries, clock=lambda: NOW, seen=lambda res, namespace, labels: progress["seen"],
     )
     await reconciler.reconcile(REQ)
     created = sorted(world.applies)

@@ -225,3 +225,17 @@ async def test_seen_version_is_the_lowest_version_the_informers_that_may_hold_th
     assert cache.seen_version(PODS, "a") == fake.rv - 1
     scoped._reflector._rv = "not-etcd"
     assert cache.seen_version(PODS, "a") is None, "a version that is not an integer cannot tell"
+
+
+async def test_seen_version_counts_only_the_informers_whose_selector_may_hold_the_labels(
+    cache: SharedCache, fake: FakeApiServer
+) -> None:
+    cache.informer_for(PODS, label_selector="app=x")
+    quiet = cache.informer_for(PODS, label_selector="app,!managed")
+    await cache.start()
+    await cache.wait_for_sync(2)
+    quiet._reflector._rv = str(fake.rv - 5)  # no event selected by it for a while
+    assert cache.seen_version(PODS, "a", {"app": "x"}) == fake.rv - 5, "app=x is selected by both"
+    assert cache.seen_version(PODS, "a", {"app": "x", "managed": "yes"}) == fake.rv, "not by the quiet one"
+    assert cache.seen_version(PODS, "a", {"app": "y"}) == fake.rv - 5, "only by the quiet one"
+    assert cache.seen_version(PODS, "a") == fake.rv - 5, "labels unknown: every informer of the kind"

@@ -47,7 +47,7 @@ async def test_a_second_pass_before_the_cache_shows_the_creates_creates_nothing_
     world = LaggingCache()
     world.put(r.INFERENCE_SERVICES, builders.isvc())
     progress = {"seen": 0}
-    reconciler = make_reconciler(world, FakeRecorder(), seen=lambda res, namespace: progress["seen"])
+    reconciler = make_reconciler(world, FakeRecorder(), seen=lambda res, namespace, labels: progress["seen"])
     await reconciler.reconcile(REQ)
     created = sorted(world.child_applies())
     assert {kind for kind, _ in created} >= {"Deployment", "Service"}
@@ -62,7 +62,7 @@ async def test_a_second_pass_before_the_cache_shows_the_creates_creates_nothing_
 async def test_once_the_cache_shows_the_creates_it_decides_alone() -> None:
     world = LaggingCache()
     world.put(r.INFERENCE_SERVICES, builders.isvc())
-    reconciler = make_reconciler(world, FakeRecorder(), seen=lambda res, namespace: 0)
+    reconciler = make_reconciler(world, FakeRecorder(), seen=lambda res, namespace, labels: 0)
     await reconciler.reconcile(REQ)
     world.catch_up()
     world.writes.clear()
