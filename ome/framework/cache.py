@@ -40,6 +40,7 @@ from ome.framework.informer import Informer
 from ome.framework.reflector import ReflectorSettings, Transform
 from ome.framework.resources import Resource
 from ome.framework.store import NAMESPACE_INDEX
+from ome.kubectl_ome import label_selector
 
 Obj = dict[str, Any]
 _Key = tuple[Resource, str | None, str | None, str | None, bool]
@@ -309,25 +310,13 @@ class SharedCache:
 
 
 def _may_select(selector: str | None, labels: Mapping[str, str]) -> bool:
-    """Whether an informer's label selector may select `labels`: equality, inequality and existence
-    terms are checked; a set-based term (`in`, `notin`) counts as a match."""
-    for term in (t.strip() for t in (selector or "").split(",") if t.strip()):
-        if " in " in term or " notin " in term or "(" in term:
-            continue
-        if term.startswith("!"):
-            if term[1:].strip() in labels:
-                return False
-        elif "!=" in term:
-            key, _, value = term.partition("!=")
-            if labels.get(key.strip()) == value.strip():
-                return False
-        elif "=" in term:
-            key, _, value = term.replace("==", "=").partition("=")
-            if labels.get(key.strip()) != value.strip():
-                return False
-        elif term not in labels:
-            return False
-    return True
+    """Whether an informer's label selector selects `labels` (one that cannot be parsed counts as a match)."""
+    if not selector:
+        return True
+    try:
+        return label_selector.matches(label_selector.parse(selector), labels)
+    except label_selector.SelectorError:
+        return True
 
 
 def label_string(reqs: builtins.list[Requirement]) -> str:
