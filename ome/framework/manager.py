@@ -42,6 +42,7 @@ from ome.framework.cache import SharedCache
 from ome.framework.client import Client, fence_writes
 from ome.framework.controller import Controller
 from ome.framework.leaderelection import Clock, LeaderElectionConfig, LeaderElector
+from ome.framework.lease_watch import lease_watch
 from ome.framework.probes_server import HealthProbeServer, MetricsServer, RequestFilter
 from ome.framework.webhook_server import WebhookServer
 
@@ -199,6 +200,7 @@ class Manager:
             self.client, config, on_started_leading=on_started, on_stopped_leading=self._on_lease_lost,
             on_new_leader=lambda identity: log.info("new leader observed", leader=identity),
             clock=self.options.leader_election_clock,
+            watch_lease=lease_watch(self.client, config.lease_namespace, config.lease_name),
         )
         await self.elector.run()
 

@@ -27,12 +27,17 @@ resourceVersions are compared as etcd's integers (written.py).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Generic, TypeVar
 
+from ome.framework.resources import Resource
 from ome.framework.written import MAX_ENTRIES, LastWrites, resource_version
 
 K = TypeVar("K", bound=Hashable)
+
+SeenVersion = Callable[[Resource, str | None, Mapping[str, str]], int | None]
+"""(resource, namespace, labels) -> how far the informers that would hold such an object have got
+(SharedCache.seen_version)."""
 
 
 class OwnApplies(Generic[K]):

@@ -35,14 +35,13 @@ from ome.api import resources
 from ome.api.resources import Resource
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig, MetricProvider
-from ome.controllers import drift
 from ome.controllers.autoscaler import components as component_reader
 from ome.controllers.autoscaler import decide as deciding
 from ome.controllers.autoscaler.entries import LEGACY_FIELD_MANAGER, AutoscalerEntries
 from ome.controllers.inferenceservice import converge, runtime_pinning
 from ome.framework import errors
 from ome.framework.events import EventRecorder
-from ome.framework.own_applies import OwnApplies
+from ome.framework.own_applies import OwnApplies, SeenVersion
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
@@ -110,7 +109,7 @@ class AutoscalerReconciler:
         config_namespace: str = "ome",
         config_source: ConfigSource | None = None,
         clock: Callable[[], datetime] = _utcnow,
-        seen: Callable[[Resource, str | None, Mapping[str, str]], int | None] | None = None,
+        seen: SeenVersion | None = None,
     ) -> None:
         self._seen = seen  # SharedCache.seen_version: the informers' progress, for OwnApplies
         self._reader = reader
@@ -260,20 +259,9 @@ class AutoscalerReconciler:
             await self._delete(resources.PDBS, inputs.pdb)
 
     async def _apply(self, desired: Obj, cached: Mapping[str, Any] | None) -> None:
-        stamped = converge.stamp(desired)
-        res = converge.resource_of(stamped)
-        meta = stamped["metadata"]
-        key = converge.applies_key(res, stamped)
-        wanted = drift.desired_hash(stamped)
-        seen = None
-        if self._seen is not None:
-            seen = self._seen(res, meta.get("namespace"), meta.get("labels") or {})
-        ours = self._applied.pending(key, cached, seen)
-        if ours == wanted or (ours is None and converge.up_to_date(stamped, cached)):
-            return  # a cache older than our last apply is compared with that apply, not with itself
-        log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
-        answer = await self._writer.apply(res, stamped, field_manager=FIELD_MANAGER, force=True)
-        self._applied.record(key, wanted, answer)
+        # A cache older than our last apply is compared with that apply, not with itself (OwnApplies).
+        await converge.converge(self._writer, desired, cached, applies=self._applied, seen=self._seen,
+                                field_manager=FIELD_MANAGER)
 
     async def _delete(self, res: Resource, obj: Mapping[str, Any]) -> None:
         meta = obj["metadata"]

@@ -28,7 +28,7 @@ import structlog
 
 from ome.controllers import drift
 from ome.framework import resources
-from ome.framework.own_applies import OwnApplies
+from ome.framework.own_applies import OwnApplies, SeenVersion
 from ome.framework.resources import Resource
 
 Obj = dict[str, Any]
@@ -124,7 +124,8 @@ async def converge(
     *,
     create_only: Mapping[str, Mapping[str, Any]] | None = None,
     applies: OwnApplies[tuple[str, str, str]] | None = None,
-    seen: int | None = None,
+    seen: SeenVersion | None = None,
+    field_manager: str = FIELD_MANAGER,
 ) -> bool:
     """Apply `desired` unless the cached copy already matches it; True when it wrote. `create_only`
     ({section: {field: value}}) is sent with the create only (see the module docstring). With `applies`,
@@ -134,7 +135,11 @@ async def converge(
     stamped = stamp(desired)
     res = resource_of(stamped)
     key = applies_key(res, stamped)
-    ours = applies.pending(key, cached, seen) if applies is not None else None
+    ours = None
+    if applies is not None:
+        meta = stamped["metadata"]
+        version = seen(res, meta.get("namespace"), meta.get("labels") or {}) if seen is not None else None
+        ours = applies.pending(key, cached, version)
     if ours is not None and ours == drift.desired_hash(stamped):
         return False  # the cache has not shown our apply of this very content yet
     why = reasons(stamped, cached, tolerated) or (["changed"] if ours is not None else [])
@@ -146,7 +151,7 @@ async def converge(
     else:
         log.info("Repairing drifted child", kind=stamped["kind"], child=meta["name"], fields=why[:10])
     body = with_create_only(stamped, cached, create_only) if create_only else stamped
-    applied = await writer.apply(res, body, field_manager=FIELD_MANAGER, force=True)
+    applied = await writer.apply(res, body, field_manager=field_manager, force=True)
     if isinstance(applied, Mapping):
         tolerated.record(stamped, applied)
     if applies is not None:

@@ -59,7 +59,7 @@ from ome.controllers.inferenceservice import converge, pod_index, routing, runti
 from ome.controllers.rolloutcoordination import condition as coordination_condition
 from ome.framework import errors
 from ome.framework.events import EventRecorder
-from ome.framework.own_applies import OwnApplies
+from ome.framework.own_applies import OwnApplies, SeenVersion
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
@@ -170,7 +170,7 @@ class InferenceServiceReconciler:
         routing_facts: routing.RoutingFacts | None = None,
         pod_monitor_served: bool = False,
         autoscaler_entries: scaler_entries.AutoscalerEntries | None = None,
-        seen: Callable[[Resource, str | None, Mapping[str, str]], int | None] | None = None,
+        seen: SeenVersion | None = None,
     ) -> None:
         # `seen` (SharedCache.seen_version): how far the children's informers have got, so that a pass
         # right after another does not apply again a child the cache does not show yet (own_applies.py).
@@ -180,7 +180,8 @@ class InferenceServiceReconciler:
         self.autoscaler_entries = (autoscaler_entries if autoscaler_entries is not None
                                    else scaler_entries.AutoscalerEntries())
         self._pod_monitor_served = pod_monitor_served
-        self.routing = routing.Routing(reader, recorder, routing_facts or routing.RoutingFacts())
+        self.routing = routing.Routing(reader, recorder, routing_facts or routing.RoutingFacts(),
+                                       applies=self._applies, seen=seen)
         self._reader = reader
         self._writer = writer
         self._status_written: dict[tuple[str, str], tuple[str | None, str | None, Obj]] = {}
@@ -543,12 +544,8 @@ class InferenceServiceReconciler:
         create_only: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> bool:
         """converge.converge with this reconciler's own applies and the informers' progress."""
-        seen = None
-        if self._seen is not None:
-            meta = desired["metadata"]
-            seen = self._seen(converge.resource_of(desired), meta.get("namespace"), meta.get("labels") or {})
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
-                                       applies=self._applies, seen=seen)
+                                       applies=self._applies, seen=self._seen)
 
     def _written_before(self, isvc: Obj) -> bool:
         """Whether this process wrote the service's status and the cache may not show it yet."""

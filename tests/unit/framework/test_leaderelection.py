@@ -67,6 +67,7 @@ class FakeLeaseApi:
         self.hang: set[str] = set()
         self.calls: list[str] = []
         self.cancelled = 0
+        self.watchers: list[asyncio.Queue[dict[str, Any]]] = []
 
     async def _gate(self, verb: str) -> None:
         self.calls.append(verb)
@@ -85,7 +86,20 @@ class FakeLeaseApi:
         stored = copy.deepcopy(obj)
         stored["metadata"]["resourceVersion"] = str(self.rv)
         self.lease = stored
+        for queue in self.watchers:
+            queue.put_nowait(copy.deepcopy(stored))
         return copy.deepcopy(stored)
+
+    async def follow(self, observe: Callable[[dict[str, Any] | None], None]) -> None:
+        """A watch of the Lease as the elector is given one: every stored version, as it is stored."""
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.watchers.append(queue)
+        try:
+            observe(copy.deepcopy(self.lease) if self.lease else None)
+            while True:
+                observe(await queue.get())
+        finally:
+            self.watchers.remove(queue)
 
     async def get(
         self, res: Any, name: str, namespace: str | None = None, *, timeout: float | None = None
@@ -130,10 +144,18 @@ async def advance(clock: FakeClock, seconds: float, tick: float = 0.1) -> None:
         await settle()
 
 
+class LongestJitter(random.Random):
+    """Every jittered retry period at its longest (2 s x 2.2 by default)."""
+
+    def random(self) -> float:
+        return 0.999
+
+
 class Candidate:
     """An elector plus the record of its callbacks."""
 
-    def __init__(self, api: FakeLeaseApi, clock: FakeClock, identity: str, **cfg: Any) -> None:
+    def __init__(self, api: FakeLeaseApi, clock: FakeClock, identity: str, *, watch: bool = False,
+                 rng: random.Random | None = None, **cfg: Any) -> None:
         self.started = 0
         self.stopped_at: float | None = None
         self.new_leaders: list[str] = []
@@ -145,7 +167,8 @@ class Candidate:
             on_stopped_leading=self._stopped,
             on_new_leader=self.new_leaders.append,
             clock=clock,
-            rng=random.Random(7),
+            rng=rng or random.Random(7),
+            watch_lease=api.follow if watch else None,
         )
         self.task: asyncio.Task[None] | None = None
 
@@ -225,6 +248,46 @@ async def test_challenger_takes_over_lease_duration_after_last_observed_change(e
     assert b.elector.is_leader and b.started == 1
     assert api.spec["holderIdentity"] == "b" and api.spec["leaseTransitions"] == 1
     assert clock.monotonic() - observed_at >= 15.0
+
+
+async def test_a_watching_challenger_takes_over_at_the_expiry_of_the_last_renewal(env: Env) -> None:
+    """The watch dates each renewal when it is written and the expiry wakes the challenger: no poll's lag."""
+    api, clock, candidate = env
+    a = candidate("a")
+    await settle()
+    b = candidate("b", watch=True, rng=LongestJitter())
+    await advance(clock, 6.0)  # a renews every 2 s
+    last_renew = clock.monotonic()
+    assert api.calls.count("update") == 3 and not b.elector.is_leader
+    await advance(clock, 0.1)
+    await a.kill()  # dies without releasing, just after a renewal
+    await advance(clock, 14.8)
+    assert not b.elector.is_leader
+    await advance(clock, 0.2)  # polling alone: the renewal seen up to 4.4 s late, then up to 4.4 s more
+    assert b.elector.is_leader and api.spec["holderIdentity"] == "b"
+    assert clock.monotonic() - last_renew >= 15.0
+    assert not api.watchers, "the watch stops once leading"
+
+
+async def test_a_watching_challenger_does_not_take_over_a_lease_still_renewed(env: Env) -> None:
+    api, clock, candidate = env
+    a = candidate("a")
+    await settle()
+    b = candidate("b", watch=True)
+    await advance(clock, 40.0)
+    assert a.elector.is_leader and not b.elector.is_leader and b.started == 0
+    assert api.spec["holderIdentity"] == "a" and api.spec["leaseTransitions"] == 0
+
+
+async def test_a_watching_challenger_takes_a_released_lease_at_once(env: Env) -> None:
+    api, clock, candidate = env
+    a = candidate("a", release_on_cancel=True)
+    await settle()
+    b = candidate("b", watch=True, rng=LongestJitter())
+    await advance(clock, 0.5)
+    await a.kill()
+    await settle()
+    assert b.elector.is_leader and api.spec["holderIdentity"] == "b"
 
 
 async def test_only_one_of_two_racing_challengers_wins(env: Env) -> None:

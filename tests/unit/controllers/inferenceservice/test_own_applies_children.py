@@ -9,6 +9,7 @@ from typing import Any
 from ome.api import resources as r
 from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
+from ome.resolution import traffic_policy as tp
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.controllers.inferenceservice.test_reconciler import resolvers  # noqa: F401 - fixture
 from tests.unit.resolution import builders
@@ -85,3 +86,32 @@ async def test_without_the_informers_progress_an_absent_child_is_applied_again()
     world.writes.clear()
     await reconciler.reconcile(REQ)
     assert sorted(world.child_applies()) == created
+
+
+async def test_the_traffic_policy_and_routes_are_not_applied_again_while_their_informers_lag(
+    fixed_resolution: None,
+) -> None:
+    """A CRD's informer can lag for seconds (its watch cache still initialising after the CRD was
+    installed): every pass meanwhile found the policy absent and applied it again."""
+    from tests.unit.controllers.inferenceservice.test_reconciler_routing import (
+        ENVOY,
+        available,
+        gateway_config,
+    )
+
+    world = LaggingCache()
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    reconciler = make_reconciler(world, FakeRecorder(), config=gateway_config(), routing_facts=ENVOY,
+                                 seen=lambda res, namespace, labels: 0)
+    await reconciler.reconcile(REQ)
+    assert ("BackendTrafficPolicy", "llama") in world.child_applies()
+    world.writes.clear()
+    await reconciler.reconcile(REQ)  # nothing shown yet
+    assert world.child_applies() == []
+    world.objects.update({k: v for k, v in copy.deepcopy(world.served).items() if k[0] != tp.BACKEND_TRAFFIC_POLICIES.name})
+    available(world)
+    await reconciler.reconcile(REQ)  # the engine is available, the policy still not shown: only the routes
+    assert {kind for kind, _ in world.child_applies()} == {"HTTPRoute"}
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.child_applies() == []
