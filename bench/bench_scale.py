@@ -573,12 +573,28 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
                 out["coldstart"]["rss"] = rss = await phases.settled_rss(mgr.proc.pid)
                 out["coldstart"]["peak"] = peak_rss_mib(mgr.proc.pid)
                 if "standby" in sections:
-                    phases.log("standby: a second manager, then SIGKILL of the leader")
-                    with manager_process(manager_kc, mlog, args.manager_arg, leader_elect=True) as standby:
-                        standby_rss = await phases.settled_rss(standby.proc.pid)
-                        out["standby"] = {"rss": standby_rss, "leader_rss": rss,
-                                          "handover": await phases.handover(mgr.proc, standby.metrics_url)}
+                    out["standby"] = await _handovers(args, manager_kc, mlog, mgr, rss)
     return out
+
+
+async def _handovers(args: argparse.Namespace, kubeconfig: Path, mlog: Path, leader: Any,
+                     leader_rss: float) -> Obj:
+    """A standby next to `leader`, then SIGKILL of the leader; `--handovers` times, each new leader
+    getting a fresh standby. The first standby's settled RSS and each handover's times."""
+    times: list[tuple[float, float]] = []
+    standby_rss = math.nan
+    with contextlib.ExitStack() as stack:
+        for index in range(max(1, args.handovers)):
+            phases.log(f"standby {index + 1}: a second manager, then SIGKILL of the leader")
+            standby = stack.enter_context(
+                manager_process(kubeconfig, mlog, args.manager_arg, leader_elect=True))
+            rss = await phases.settled_rss(standby.proc.pid)
+            standby_rss = rss if index == 0 else standby_rss
+            times.append(await phases.handover(leader.proc, standby.metrics_url))
+            phases.log(f"handover {index + 1}: Lease held {times[-1][0]:.2f} s, first reconcile "
+                       f"{times[-1][1]:.2f} s after the SIGKILL")
+            leader = standby
+    return {"rss": standby_rss, "leader_rss": leader_rss, "handovers": times}
 
 
 def _row(label: str, times: list[float] | None, writes: int | None, n: int, cpu: str, rss: str) -> str:
@@ -642,8 +658,10 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
               f"RSS {c['rss']:.0f} MiB (peak {c['peak']:.0f})")
     if "standby" in out:
         s = out["standby"]
-        print(f"standby: RSS {s['rss']:.0f} MiB (leader {s['leader_rss']:.0f}); leader SIGKILL -> first "
-              f"reconcile of the new leader {s['handover']:.1f} s (lease duration 15 s)")
+        held = ", ".join(f"{a:.1f}" for a, _ in s["handovers"])
+        first = ", ".join(f"{f:.1f}" for _, f in s["handovers"])
+        print(f"standby: RSS {s['rss']:.0f} MiB (leader {s['leader_rss']:.0f}); leader SIGKILL -> the new "
+              f"leader holds the Lease {held} s, its first reconcile {first} s (lease duration 15 s)")
     if "floor" in out:
         print(f"manager / floor, all Ready: {mgr['times'][-1] / out['floor']['times'][-1]:.2f}x")
     print("manager writes: " + ", ".join(f"{k} {v}" for k, v in sorted(mgr["writes"].items())))
@@ -677,6 +695,8 @@ def main() -> None:
     parser.add_argument("--profile-churn", type=Path, help="py-spy's collapsed stacks of the manager in (d)")
     parser.add_argument("--profile-coldstart", type=Path,
                         help="run the cold-start manager under cProfile (CPU time, inflated) into this file")
+    parser.add_argument("--handovers", type=int, default=1,
+                        help="leader SIGKILLs in a row in the standby section, each to a fresh standby")
     parser.add_argument("--coldstart-runs", type=int, default=1,
                         help="cold starts in a row (each a fresh process); the last one is in the table")
     args = parser.parse_args()

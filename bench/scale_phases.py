@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import re
 import shutil
@@ -317,17 +318,28 @@ def _status(url: str) -> int:
         return 0
 
 
-async def handover(leader: subprocess.Popen[bytes], standby_metrics: str, timeout: float = 120) -> float:
-    """SIGKILL the leader (its Lease is not handed back); seconds until the standby reconciles."""
+def leading(url: str) -> bool:
+    """leader_election_master_status of the manager at `url` is 1."""
+    return any(line.startswith("leader_election_master_status{") and line.rsplit(" ", 1)[1].startswith("1")
+               for line in metrics_text(url).splitlines())
+
+
+async def handover(leader: subprocess.Popen[bytes], standby_metrics: str,
+                   timeout: float = 120) -> tuple[float, float]:
+    """SIGKILL the leader (its Lease is not handed back); seconds until the standby holds the Lease and
+    until it reconciles."""
     before = reconciles(standby_metrics)
     leader.send_signal(signal.SIGKILL)
     leader.wait()
     killed = time.monotonic()
+    acquired = math.nan
     while time.monotonic() - killed < timeout:
+        if math.isnan(acquired) and leading(standby_metrics):
+            acquired = time.monotonic() - killed
         if reconciles(standby_metrics) > before:
-            return time.monotonic() - killed
+            return acquired, time.monotonic() - killed
         await asyncio.sleep(0.1)
-    return float("nan")
+    return acquired, math.nan
 
 
 def log(message: str) -> None:

@@ -86,3 +86,52 @@ def test_one_leader_reconciles_and_sigkill_hands_over(
         for proc in procs.values():
             proc.kill()
             proc.wait()
+
+
+async def test_the_lease_watch_sees_each_renewal_and_the_deletion_from_the_apiserver(
+    client: Any, namespace: str
+) -> None:
+    """lease_watch against the real apiserver: its field selector picks the one Lease, and every write
+    of it reaches the elector (what dates a renewal when it happens rather than at the next poll)."""
+    import asyncio
+
+    from ome.framework import resources
+    from ome.framework.lease_watch import lease_watch
+
+    def lease(name: str, holder: str) -> dict[str, Any]:
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15}}
+
+    await client.create(resources.LEASES, lease("other", "x"), namespace)  # not the watched one
+    seen: list[dict[str, Any] | None] = []
+    changed = asyncio.Event()
+
+    def observe(obj: dict[str, Any] | None) -> None:
+        seen.append(obj)
+        changed.set()
+
+    async def next_seen(count: int) -> None:
+        while len(seen) < count:
+            changed.clear()
+            await asyncio.wait_for(changed.wait(), 30)
+
+    follow = asyncio.create_task(lease_watch(client, namespace, "ome")(observe))
+    try:
+        await next_seen(1)
+        assert seen == [None]  # no such Lease yet
+        created = await client.create(resources.LEASES, lease("ome", "a"), namespace)
+        await next_seen(2)
+        renewed = await client.update(
+            resources.LEASES, {**created, "spec": {**created["spec"], "holderIdentity": "b"}})
+        await next_seen(3)
+        other = await client.get(resources.LEASES, "other", namespace)
+        await client.update(resources.LEASES, {**lease("other", "y"), "metadata": other["metadata"]})
+        await client.delete(resources.LEASES, "ome", namespace)
+        await next_seen(4)
+        versions = [created["metadata"]["resourceVersion"], renewed["metadata"]["resourceVersion"]]
+        assert [s and (s["spec"]["holderIdentity"], s["metadata"]["resourceVersion"]) for s in seen] == [
+            None, ("a", versions[0]), ("b", versions[1]), None]
+    finally:
+        follow.cancel()
+        await asyncio.gather(follow, return_exceptions=True)
