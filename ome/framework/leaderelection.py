@@ -282,20 +282,28 @@ class LeaderElector:
         self._log.info("Attempting to acquire leader lease")
         watch = asyncio.create_task(self._watch_lease(self.observe)) if self._watch_lease else None
         try:
-            while not await self._try_acquire_or_renew():
-                await self._wait_for_chance()
+            while True:
+                tried_at = self._clock.monotonic()
+                if await self._try_acquire_or_renew():
+                    break
+                await self._wait_for_chance(tried_at)
         finally:
             if watch is not None:
                 watch.cancel()
                 await asyncio.gather(watch, return_exceptions=True)
         self._log.info("Acquired leader lease")
 
-    async def _wait_for_chance(self) -> None:
-        """Sleep one jittered retry period, cut short by the observed lease's expiry or a new holder."""
+    async def _wait_for_chance(self, tried_at: float) -> None:
+        """Sleep one jittered retry period, cut short by the observed lease's expiry or a new holder.
+
+        An expiry the last try (started at `tried_at`) already saw pass does not cut it short: that try
+        failed for another reason (an error, a lost race), and retrying at once would spin.
+        """
         period = self._config.retry_period
         poll_at = self._clock.monotonic() + period + self._rng.random() * ACQUIRE_JITTER * period
         while True:
-            wake_at = min(poll_at, self._expiry_at() + EXPIRY_MARGIN)
+            expiry = self._expiry_at() + EXPIRY_MARGIN
+            wake_at = min(poll_at, expiry) if expiry > tried_at else poll_at
             left = wake_at - self._clock.monotonic()
             if left <= 0:
                 return

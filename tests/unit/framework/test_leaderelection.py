@@ -290,6 +290,21 @@ async def test_a_watching_challenger_takes_a_released_lease_at_once(env: Env) ->
     assert b.elector.is_leader and api.spec["holderIdentity"] == "b"
 
 
+async def test_a_challenger_that_fails_after_the_expiry_waits_for_its_next_poll(env: Env) -> None:
+    """A try at the expiry that fails (the apiserver errs) must not be retried at once: that would spin."""
+    api, clock, candidate = env
+    a = candidate("a")
+    await settle()
+    await a.kill()
+    b = candidate("b", watch=True)
+    await advance(clock, 14.0)
+    api.fail = {"get": 500, "update": 500}
+    api.calls.clear()
+    await advance(clock, 10.0)
+    assert not b.elector.is_leader
+    assert 2 <= api.calls.count("get") <= 6, api.calls.count("get")  # one per jittered 2-4.4 s poll
+
+
 async def test_only_one_of_two_racing_challengers_wins(env: Env) -> None:
     api, clock, candidate = env
     a = candidate("a")
