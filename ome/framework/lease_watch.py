@@ -18,7 +18,8 @@ from ome.framework.leaderelection import LeaseWatch
 
 log = structlog.get_logger(__name__)
 
-RETRY_AFTER: Final = 1.0  # seconds before reconnecting after a failed list or watch
+RETRY_AFTER: Final = 1.0  # seconds before the next list after a watch ended or first failed
+MAX_RETRY_AFTER: Final = 60.0  # failures in a row double the pause up to this
 WATCH_SECONDS: Final = 300  # the server ends each watch after this; the next starts from a fresh list
 
 
@@ -38,9 +39,11 @@ def lease_watch(
     selector = f"metadata.name={name}"
 
     async def follow(observe: Callable[[dict[str, Any] | None], None]) -> None:
+        delay = RETRY_AFTER
         while True:
             try:
                 items, version = await client.list(resources.LEASES, namespace, field_selector=selector)
+                delay = RETRY_AFTER
                 observe(items[0] if items else None)
                 async for kind, obj in client.watch(resources.LEASES, namespace, resource_version=version,
                                                     timeout_seconds=WATCH_SECONDS, field_selector=selector):
@@ -50,7 +53,11 @@ def lease_watch(
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the polls still run; only the speed of a takeover is lost meanwhile
-                log.info("lease watch failed; retrying", lease=f"{namespace}/{name}", error=repr(exc))
+                log.info("lease watch failed; retrying", lease=f"{namespace}/{name}", error=repr(exc),
+                         retry_after=delay)
+                await sleep(delay)
+                delay = min(2 * delay, MAX_RETRY_AFTER)  # a lasting failure (403: no watch verb) stays quiet
+                continue
             await sleep(RETRY_AFTER)
 
     return follow

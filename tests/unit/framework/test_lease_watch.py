@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ome.framework import resources
-from ome.framework.lease_watch import RETRY_AFTER, lease_watch
+from ome.framework.lease_watch import MAX_RETRY_AFTER, RETRY_AFTER, lease_watch
 
 Obj = dict[str, Any]
 
@@ -105,3 +105,25 @@ async def test_added_and_modified_pass_the_object(kind: str) -> None:
 
     await run_until(lease_watch(client, "ome", "ome", sleep=sleep), seen, 2)
     assert seen == [None, lease("a", "2")]
+
+
+async def test_failures_in_a_row_double_the_pause_up_to_a_cap_and_a_good_list_resets_it() -> None:
+    client = ScriptedLeases(lists=[PermissionError("403")] * 8 + [([], "1"), PermissionError("403")],
+                            watches=[RuntimeError("cut")])
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 10:
+            await asyncio.Event().wait()  # the script is played: hang until cancelled
+
+    seen: list[Obj | None] = []
+    task = asyncio.create_task(lease_watch(client, "ome", "ome", sleep=sleep)(seen.append))
+    for _ in range(200):
+        await asyncio.sleep(0)
+        if len(sleeps) == 10:
+            break
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert sleeps[:8] == [1, 2, 4, 8, 16, 32, MAX_RETRY_AFTER, MAX_RETRY_AFTER]
+    assert sleeps[8:10] == [RETRY_AFTER, RETRY_AFTER * 2]  # reset by the list that worked
