@@ -34,13 +34,12 @@ from typing import Any
 
 import orjson
 
-from ome.framework import errors
+from ome.framework import errors, label_selector
 from ome.framework.client import Client, selector_string
 from ome.framework.informer import Informer
 from ome.framework.reflector import ReflectorSettings, Transform
 from ome.framework.resources import Resource
 from ome.framework.store import NAMESPACE_INDEX
-from ome.kubectl_ome import label_selector
 
 Obj = dict[str, Any]
 _Key = tuple[Resource, str | None, str | None, str | None, bool]

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from ome.kubectl_ome import label_selector
+from ome.framework import label_selector
 from ome.kubectl_ome.table import format_table, shorten_end
 from ome.resolution.accelerators import quantity
 

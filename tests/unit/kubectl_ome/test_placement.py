@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ome.api.resources import INFERENCE_SERVICES, TRAFFIC_MAPS, WORKLOAD_CLUSTERS
-from ome.framework import errors
-from ome.kubectl_ome import cmd_placement, label_selector
+from ome.framework import errors, label_selector
+from ome.kubectl_ome import cmd_placement
 from ome.kubectl_ome.failures import CliError
 from tests.unit.kubectl_ome.fakes import FakeClient, make_ctx
 
