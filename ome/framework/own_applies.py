@@ -27,33 +27,46 @@ resourceVersions are compared as etcd's integers (written.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ome.framework.resources import Resource
 from ome.framework.written import MAX_ENTRIES, LastWrites, resource_version
 
-K = TypeVar("K", bound=Hashable)
+Key = tuple[str, str, str]
 
 SeenVersion = Callable[[Resource, str | None, Mapping[str, str]], int | None]
 """(resource, namespace, labels) -> how far the informers that would hold such an object have got
 (SharedCache.seen_version)."""
 
 
-class OwnApplies(Generic[K]):
+def key_of(res: Resource, obj: Mapping[str, Any]) -> Key:
+    """(resource, namespace, name): a cached object carries no kind, so the resource names it."""
+    meta = obj.get("metadata") or {}
+    return (res.name, str(meta.get("namespace") or ""), str(meta["name"]))
+
+
+class OwnApplies:
     """key -> (resourceVersion, desired hash) of this process's last apply of an object, until the cache
-    shows it (module docstring); past `max_entries` the least recently applied go first."""
+    shows it (module docstring); past `max_entries` the least recently applied go first. `seen` is asked
+    only about an object absent from the cache that has an entry."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        self._applies: LastWrites[K, str] = LastWrites(max_entries)
+    def __init__(self, seen: SeenVersion | None = None, max_entries: int = MAX_ENTRIES) -> None:
+        self._seen = seen
+        self._applies: LastWrites[Key, str] = LastWrites(max_entries)
 
-    def pending(self, key: K, cached: Mapping[str, Any] | None, seen: int | None = None) -> str | None:
-        """The hash of our last apply of `key` while the cache has not shown it (`cached` older than it,
-        or absent while `seen` is below its version); None when the cache decides."""
+    def pending(
+        self, res: Resource, desired: Mapping[str, Any], cached: Mapping[str, Any] | None
+    ) -> str | None:
+        """The hash of our last apply of `desired`'s object while the cache has not shown it (`cached`
+        older than it, or absent while the informers are below its version); None when the cache decides."""
+        key = key_of(res, desired)
         mine = self._applies.get(key)
         if mine is None:
             return None
         if cached is None:
+            meta = desired["metadata"]
+            seen = self._seen(res, meta.get("namespace"), meta.get("labels") or {}) if self._seen else None
             if seen is not None and seen < mine[0]:
                 return mine[1]
             self._applies.forget(key)  # shown and then deleted, or nothing to tell: the cache decides
@@ -61,16 +74,18 @@ class OwnApplies(Generic[K]):
         ahead = self._applies.ahead_of(key, cached)
         return None if ahead is None else ahead[1]
 
-    def record(self, key: K, desired_hash: str, answer: Mapping[str, Any] | None) -> None:
-        """After an apply: `answer` is the apiserver's reply (its resourceVersion is kept)."""
+    def record(self, res: Resource, obj: Mapping[str, Any], desired_hash: str,
+               answer: Mapping[str, Any] | None) -> None:
+        """After an apply of `obj`: `answer` is the apiserver's reply (its resourceVersion is kept)."""
+        key = key_of(res, obj)
         version = resource_version(answer)
         if version is None:
             self._applies.forget(key)  # nothing to compare the cache with: it decides
         else:
             self._applies.put(key, version, desired_hash)
 
-    def forget(self, key: K) -> None:
-        self._applies.forget(key)
+    def forget(self, res: Resource, obj: Mapping[str, Any]) -> None:
+        self._applies.forget(key_of(res, obj))
 
     def __len__(self) -> int:
         return len(self._applies)

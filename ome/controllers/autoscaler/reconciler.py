@@ -111,7 +111,6 @@ class AutoscalerReconciler:
         clock: Callable[[], datetime] = _utcnow,
         seen: SeenVersion | None = None,
     ) -> None:
-        self._seen = seen  # SharedCache.seen_version: the informers' progress, for OwnApplies
         self._reader = reader
         self._writer = writer
         self._recorder = recorder
@@ -121,7 +120,7 @@ class AutoscalerReconciler:
         self._config_namespace = config_namespace
         self._config_source = config_source
         self._clock = clock
-        self._applied: OwnApplies[tuple[str, str, str]] = OwnApplies()
+        self._applied = OwnApplies(seen)  # seen: SharedCache.seen_version, the informers' progress
 
     async def reconcile(self, req: Request) -> Result:
         if self._config_source is not None:
@@ -260,19 +259,11 @@ class AutoscalerReconciler:
 
     async def _apply(self, desired: Obj, cached: Mapping[str, Any] | None) -> None:
         # A cache older than our last apply is compared with that apply, not with itself (OwnApplies).
-        await converge.converge(self._writer, desired, cached, applies=self._applied, seen=self._seen,
+        await converge.converge(self._writer, desired, cached, applies=self._applied,
                                 field_manager=FIELD_MANAGER)
 
     async def _delete(self, res: Resource, obj: Mapping[str, Any]) -> None:
-        meta = obj["metadata"]
-        if meta.get("deletionTimestamp"):
-            return
-        log.info("Deleting child", kind=res.kind, child=meta["name"])
-        self._applied.forget(converge.applies_key(res, obj))
-        try:
-            await self._writer.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
-        except (errors.NotFound, errors.Conflict):
-            pass
+        await converge.delete(self._writer, res, obj, self._applied)
 
     async def _delete_removed(self, isvc: Obj, declared: set[str]) -> None:
         """Autoscalers and budgets of components the spec no longer declares."""

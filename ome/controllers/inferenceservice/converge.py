@@ -27,8 +27,8 @@ from typing import Any, Final, Protocol
 import structlog
 
 from ome.controllers import drift
-from ome.framework import resources
-from ome.framework.own_applies import OwnApplies, SeenVersion
+from ome.framework import errors, resources
+from ome.framework.own_applies import OwnApplies
 from ome.framework.resources import Resource
 
 Obj = dict[str, Any]
@@ -110,12 +110,6 @@ def resource_of(obj: Mapping[str, Any]) -> Resource:
     return resources.resource_for(obj["apiVersion"], obj["kind"])
 
 
-def applies_key(res: Resource, obj: Mapping[str, Any]) -> tuple[str, str, str]:
-    """The key of `obj` in an OwnApplies: a cached object carries no kind, so the resource names it."""
-    meta = obj.get("metadata") or {}
-    return (res.name, str(meta.get("namespace") or ""), str(meta["name"]))
-
-
 async def converge(
     writer: Writer,
     desired: Obj,
@@ -123,23 +117,17 @@ async def converge(
     tolerated: Tolerated | None = None,
     *,
     create_only: Mapping[str, Mapping[str, Any]] | None = None,
-    applies: OwnApplies[tuple[str, str, str]] | None = None,
-    seen: SeenVersion | None = None,
+    applies: OwnApplies | None = None,
     field_manager: str = FIELD_MANAGER,
 ) -> bool:
     """Apply `desired` unless the cached copy already matches it; True when it wrote. `create_only`
     ({section: {field: value}}) is sent with the create only (see the module docstring). With `applies`,
     a cache that does not show our last apply of the object yet is compared with that apply instead
-    (framework/own_applies.py; `seen`: how far the informers that would hold the object have got)."""
+    (framework/own_applies.py)."""
     tolerated = tolerated or TOLERATED
     stamped = stamp(desired)
     res = resource_of(stamped)
-    key = applies_key(res, stamped)
-    ours = None
-    if applies is not None:
-        meta = stamped["metadata"]
-        version = seen(res, meta.get("namespace"), meta.get("labels") or {}) if seen is not None else None
-        ours = applies.pending(key, cached, version)
+    ours = applies.pending(res, stamped, cached) if applies is not None else None
     if ours is not None and ours == drift.desired_hash(stamped):
         return False  # the cache has not shown our apply of this very content yet
     why = reasons(stamped, cached, tolerated) or (["changed"] if ours is not None else [])
@@ -155,8 +143,26 @@ async def converge(
     if isinstance(applied, Mapping):
         tolerated.record(stamped, applied)
     if applies is not None:
-        applies.record(key, drift.desired_hash(stamped), applied if isinstance(applied, Mapping) else None)
+        applies.record(res, stamped, drift.desired_hash(stamped),
+                       applied if isinstance(applied, Mapping) else None)
     return True
+
+
+async def delete(
+    writer: Writer, res: Resource, obj: Mapping[str, Any], applies: OwnApplies | None = None
+) -> None:
+    """Delete a child (by uid, so a successor of the same name is spared) unless it is already going;
+    gone or replaced meanwhile is fine. Our last apply of it is forgotten: absent from now on means gone."""
+    meta = obj["metadata"]
+    if meta.get("deletionTimestamp"):
+        return
+    log.info("Deleting child", kind=res.kind, child=meta["name"])
+    if applies is not None:
+        applies.forget(res, obj)
+    try:
+        await writer.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
+    except (errors.NotFound, errors.Conflict):
+        pass
 
 
 def with_create_only(

@@ -174,14 +174,13 @@ class InferenceServiceReconciler:
     ) -> None:
         # `seen` (SharedCache.seen_version): how far the children's informers have got, so that a pass
         # right after another does not apply again a child the cache does not show yet (own_applies.py).
-        self._seen = seen
-        self._applies: OwnApplies[tuple[str, str, str]] = OwnApplies()
+        self._applies = OwnApplies(seen)
         self._config_source = config_source
         self.autoscaler_entries = (autoscaler_entries if autoscaler_entries is not None
                                    else scaler_entries.AutoscalerEntries())
         self._pod_monitor_served = pod_monitor_served
         self.routing = routing.Routing(reader, recorder, routing_facts or routing.RoutingFacts(),
-                                       applies=self._applies, seen=seen)
+                                       applies=self._applies)
         self._reader = reader
         self._writer = writer
         self._status_written: dict[tuple[str, str], tuple[str | None, str | None, Obj]] = {}
@@ -529,15 +528,7 @@ class InferenceServiceReconciler:
                     await self._delete(res, child)
 
     async def _delete(self, res: Resource, obj: Mapping[str, Any]) -> None:
-        meta = obj["metadata"]
-        if meta.get("deletionTimestamp"):
-            return
-        log.info("Deleting child", kind=res.kind, child=meta["name"])
-        self._applies.forget(converge.applies_key(res, obj))
-        try:
-            await self._writer.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
-        except (errors.NotFound, errors.Conflict):
-            pass
+        await converge.delete(self._writer, res, obj, self._applies)
 
     async def _converge(
         self, desired: Obj, cached: Mapping[str, Any] | None, *,
@@ -545,7 +536,7 @@ class InferenceServiceReconciler:
     ) -> bool:
         """converge.converge with this reconciler's own applies and the informers' progress."""
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
-                                       applies=self._applies, seen=self._seen)
+                                       applies=self._applies)
 
     def _written_before(self, isvc: Obj) -> bool:
         """Whether this process wrote the service's status and the cache may not show it yet."""

@@ -31,7 +31,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.inferenceservice import converge
 from ome.framework import errors, resources
 from ome.framework.events import EventRecorder
-from ome.framework.own_applies import OwnApplies, SeenVersion
+from ome.framework.own_applies import OwnApplies
 from ome.framework.reconcile import RetryError
 from ome.framework.resources import Resource
 from ome.resolution import gateway_routes, ingress, ingress_settings, modes, naming
@@ -130,7 +130,7 @@ def can_back_route(plan: ComponentPlan, workload: Mapping[str, Any] | None, read
 class Routing:
     def __init__(
         self, reader: Reader, recorder: EventRecorder, facts: RoutingFacts, *,
-        applies: OwnApplies[tuple[str, str, str]] | None = None, seen: SeenVersion | None = None,
+        applies: OwnApplies | None = None,
     ) -> None:
         self._reader = reader
         self._recorder = recorder
@@ -139,7 +139,6 @@ class Routing:
         # The reconciler's own applies: a route or policy informer behind our apply (a CRD's watch
         # cache still initialising) must not make each pass apply the same object again.
         self._applies = applies if applies is not None else OwnApplies()
-        self._seen = seen
 
     def resources(self) -> tuple[Resource, ...]:
         """The optional kinds this controller writes and watches, given what the cluster serves."""
@@ -281,8 +280,8 @@ class Routing:
                     self._recorder.event(isvc, "Warning", tp.RECONCILE_ERROR_EVENT, message)
                     raise RetryError(message)
                 try:
-                    wrote = await converge.converge(self._write(), desired, cached, applies=self._applies,
-                                                    seen=self._seen)
+                    wrote = await converge.converge(self._write(), desired, cached,
+                                                    applies=self._applies)
                 except errors.ApiError as exc:
                     message = f"failed to apply {res.kind} {namespace}/{name}: {exc}"
                     self._recorder.event(isvc, "Warning", tp.RECONCILE_ERROR_EVENT, message)
@@ -301,8 +300,7 @@ class Routing:
         meta = desired["metadata"]
         cached = self._reader.get_or_none(converge.resource_of(desired), meta["name"], meta["namespace"])
         try:
-            return await converge.converge(self._write(), desired, cached, applies=self._applies,
-                                           seen=self._seen)
+            return await converge.converge(self._write(), desired, cached, applies=self._applies)
         except errors.ApiError as exc:
             message = f"failed to apply {what} {meta['name']}: {exc}"
             log.error("fails to reconcile ingress", error=message)
@@ -314,15 +312,7 @@ class Routing:
             await self._delete(res, cached)
 
     async def _delete(self, res: Resource, obj: Mapping[str, Any]) -> None:
-        meta = obj["metadata"]
-        if meta.get("deletionTimestamp"):
-            return
-        log.info("Deleting child", kind=res.kind, child=meta["name"])
-        self._applies.forget(converge.applies_key(res, obj))
-        try:
-            await self._write().delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
-        except (errors.NotFound, errors.Conflict):
-            pass
+        await converge.delete(self._write(), res, obj, self._applies)
 
 
 def _controlled_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:
