@@ -7,6 +7,10 @@ N=100, 5 changes/s, minute 5 to 25): gc-tracked objects -88, RSS +9.9 MiB, of wh
 gave back 4.4 MiB. A trim walks the free chunks, about a millisecond at this heap's size, so a periodic
 one on the event loop costs nothing measurable. Without glibc (musl, macOS) there is nothing to call and
 nothing runs.
+
+Every 10 s rather than every minute: while 1,000 OMENative services came up, a minute's worth of freed
+buffers stood at 9.5 MiB of the peak RSS (159.7 MiB at the peak, 150.2 MiB after the next trim); a trim
+with nothing to give back takes ~0.2 ms, one that returns pages 3 ms at most (0.03% of a core).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Final
 
 import structlog
 
-INTERVAL: Final = 60.0
+INTERVAL: Final = 10.0
 """Seconds between trims."""
 
 Trim = Callable[[], int]

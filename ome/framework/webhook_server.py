@@ -34,7 +34,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
 
-from ome.framework import admission
+from ome.framework import admission, tls_buffers
 
 _log = structlog.get_logger(__name__)
 
@@ -129,6 +129,7 @@ class WebhookServer:
         self._current = self._load_context()
         listener = self._load_context()
         listener.sni_callback = self._pick_context
+        tls_buffers.limit_receive_buffer()  # the apiserver keeps its connections to us open
         app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_post("/{path:.*}", self._dispatch)
         runner = web.AppRunner(app, access_log=None)

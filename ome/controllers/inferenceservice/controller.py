@@ -115,7 +115,9 @@ def add_to_manager(
     spec_or_meta = predicates.or_(
         predicates.generation_changed, predicates.labels_changed, predicates.annotations_changed
     )
-    controller.for_(cache.informer_for(resources.INFERENCE_SERVICES), spec_or_meta)
+    services = cache.informer_for(resources.INFERENCE_SERVICES)
+    controller.for_(services, spec_or_meta)
+    services.add_handler(reconciler.forget_shown_status)
     _watch_dependencies(controller, cache)
     for res in reconciler.children:
         if res == resources.INFERENCE_REPLICAS:

@@ -64,3 +64,10 @@ async def test_an_inferenceservices_pods_are_indexed_wherever_they_are(
     [selector] = holders(manager, resources.PODS, labels)
     [informer] = [i for i in manager.cache.informers if i.resource == resources.PODS and i.label_selector == selector]
     assert {pod_index.INDEX, OWNER_INDEX} <= set(informer.store.indexers)
+
+
+def test_the_inferenceservice_informer_tells_the_reconciler_which_status_writes_it_shows(manager: Manager) -> None:
+    [controller] = [c for c in manager.controllers if c.name == "inferenceservice"]
+    [informer] = [i for i in manager.cache.informers if i.resource == resources.INFERENCE_SERVICES]
+    reconciler = controller._reconciler  # noqa: SLF001 - what the wiring handed the controller
+    assert reconciler.forget_shown_status in informer._handlers  # noqa: SLF001

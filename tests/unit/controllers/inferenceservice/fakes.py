@@ -37,6 +37,10 @@ class FakeWorld:
         self.objects: dict[tuple[str, str, str], Obj] = {}
         self.writes: list[tuple[str, str, str]] = []
         self._rv = 100
+        self.unshown: set[str] = set()
+        """Resources whose applies the cache does not show yet: answered, but the store keeps the old copy
+        until `deliver()`."""
+        self._held: dict[tuple[str, str, str], Obj] = {}
 
     # cache side
     def put(self, res: Resource, obj: Obj) -> Obj:
@@ -93,8 +97,18 @@ class FakeWorld:
             if old is not None and "status" in old:  # an apply of the object leaves its status alone
                 current["status"] = old["status"]
         current["metadata"]["resourceVersion"] = str(self._rv)
-        self.objects[key] = current
+        (self._held if res.name in self.unshown else self.objects)[key] = current
         return current
+
+    def held(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
+        """The apiserver's answer to the last apply the cache does not show yet."""
+        return self._held[_key(res, name, namespace if res.namespaced else None)]
+
+    def deliver(self) -> None:
+        """The watch catches up: the held-back applies reach the store."""
+        self.objects.update(self._held)
+        self._held.clear()
+        self.unshown.clear()
 
     async def create(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj:
         meta = obj["metadata"]

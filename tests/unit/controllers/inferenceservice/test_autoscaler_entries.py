@@ -149,17 +149,19 @@ async def test_a_change_back_while_the_cache_is_stale_is_still_queued() -> None:
     isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
     hpa = world.get_or_none(r.HPAS, "llama-engine", "demo")
     assert isvc is not None and hpa is not None
-    before = {**isvc, "status": _status(world)}
     hpa["status"] = {**REPORT, "currentReplicas": 2}
     await manager.autoscaler.reconcile(REQ)
+    world.unshown.add(r.INFERENCE_SERVICES.name)  # the watch does not deliver the next status write yet
+    world.writes.clear()
     await manager.isvc.reconcile(REQ)
-    world.put(r.INFERENCE_SERVICES, before)  # the watch has not delivered that write yet
+    assert _status_writes(world) == 1
     hpa["status"] = REPORT  # back to what the stale copy shows
     queued = len(manager.queued)
     await manager.autoscaler.reconcile(REQ)
     assert len(manager.queued) == queued + 1
     world.writes.clear()
     await manager.isvc.reconcile(REQ)
+    world.deliver()
     assert _status_writes(world) == 1 and (_auto(world) or {}).get("currentReplicas") == 1
 
 

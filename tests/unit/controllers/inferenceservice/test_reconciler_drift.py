@@ -188,13 +188,13 @@ async def test_a_status_change_back_while_the_cache_lags_our_write_is_still_writ
     world, reconciler = await settled()
     _available(world, "True")
     await reconciler.reconcile(REQ)
-    ready = copy.deepcopy(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
-    assert ready is not None and _ready(ready)
+    assert _ready(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
+    world.unshown.add(r.INFERENCE_SERVICES.name)  # the cache keeps showing the Ready service
     _available(world, "False")
+    world.writes.clear()
     await reconciler.reconcile(REQ)
-    written = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
-    assert not _ready(written)
-    world.put(r.INFERENCE_SERVICES, copy.deepcopy(ready))  # the cache still shows the Ready service
+    assert world.writes == [("apply/status", "InferenceService", "llama")]
+    assert not _ready(world.held(r.INFERENCE_SERVICES, "llama", "demo"))
     _available(world, "True")
     world.writes.clear()
     await reconciler.reconcile(REQ)
@@ -209,18 +209,68 @@ async def test_a_cache_that_shows_an_earlier_write_of_ours_is_still_behind_the_l
     world, reconciler = await settled()
     _available(world, "True")
     await reconciler.reconcile(REQ)
-    lagging = copy.deepcopy(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
-    assert lagging is not None and _ready(lagging)
+    assert _ready(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
+    world.unshown.add(r.INFERENCE_SERVICES.name)  # the watch shows none of the next writes yet
     seen = []
     for value in ("False", "True", "False"):
         _available(world, value)
         await reconciler.reconcile(REQ)
-        seen.append(copy.deepcopy(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")))
-        world.put(r.INFERENCE_SERVICES, copy.deepcopy(lagging))  # the watch has shown none of them yet
+        seen.append(copy.deepcopy(world.held(r.INFERENCE_SERVICES, "llama", "demo")))
     assert [_ready(s) for s in seen] == [False, True, False]
     world.put(r.INFERENCE_SERVICES, copy.deepcopy(seen[1]))  # it shows the second write (Ready) only
     _available(world, "True")
     world.writes.clear()
     await reconciler.reconcile(REQ)
     assert world.writes == [("apply/status", "InferenceService", "llama")]
+    world.deliver()
     assert _ready(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
+
+
+async def test_our_status_write_is_held_only_until_the_cache_shows_it() -> None:
+    """The written status is the baseline only while the cache lags it; the service's informer event
+    that shows it (or its deletion) drops it, so an idle service holds nothing (4.9 MiB at N=1000)."""
+    world, reconciler = await settled()
+    _available(world, "True")
+    await reconciler.reconcile(REQ)
+    world.unshown.add(r.INFERENCE_SERVICES.name)
+    _available(world, "False")
+    await reconciler.reconcile(REQ)
+    assert reconciler.status_writes_held == 1
+    stale = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert stale is not None
+    reconciler.forget_shown_status("MODIFIED", stale, None)  # another event, still before our write
+    assert reconciler.status_writes_held == 1
+    world.deliver()
+    shown = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert shown is not None
+    reconciler.forget_shown_status("MODIFIED", shown, stale)
+    assert reconciler.status_writes_held == 0
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.writes == []
+
+
+async def test_a_status_write_the_cache_already_shows_is_not_held() -> None:
+    """The watch event of the write can come before the apply's answer: nothing is left to drop then."""
+    world, reconciler = await settled()
+    _available(world, "True")
+    await reconciler.reconcile(REQ)
+    _available(world, "False")
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.writes == [("apply/status", "InferenceService", "llama")]
+    assert reconciler.status_writes_held == 0
+
+
+async def test_a_deleted_service_drops_its_held_status_write() -> None:
+    world, reconciler = await settled()
+    _available(world, "True")
+    await reconciler.reconcile(REQ)
+    world.unshown.add(r.INFERENCE_SERVICES.name)
+    _available(world, "False")
+    await reconciler.reconcile(REQ)
+    assert reconciler.status_writes_held == 1
+    last = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert last is not None
+    reconciler.forget_shown_status("DELETED", last, None)
+    assert reconciler.status_writes_held == 0
