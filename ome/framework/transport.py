@@ -105,11 +105,8 @@ class ClientSettings:
     """Concurrent watch connections; 0 is unlimited, since each informer holds one."""
     watch_sock_read: float = 150.0
     """Seconds of silence after which a watch socket counts as dead: 2x the 60 s bookmark cadence."""
-    read_bufsize: int = 2**16
-    """aiohttp's read buffer: a stream stops reading the socket while twice this is buffered unread. It
-    limits no object's size (watch lines are split by watch.events, bodies read whole), so it only says
-    how much of a busy stream's backlog this process holds rather than the kernel: at 2 MiB, the watches of
-    1,000 OMENative services coming up held 8 MiB more than at rest."""
+    read_bufsize: int = 2**21
+    """aiohttp read buffer; watch lines up to twice this are accepted (etcd allows 1.5 MiB objects)."""
     qps: float = 0.0
     """Client-side rate limit on requests (watches excepted), as client-go's QPS; 0 is unlimited."""
     burst: int = 0
