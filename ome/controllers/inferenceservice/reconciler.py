@@ -563,9 +563,14 @@ class InferenceServiceReconciler:
     async def _write_status(self, isvc: Obj, computed: Obj) -> None:
         meta = isvc["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
-        baseline = isvc.get("status") or {}
+        # The cache as it is now, not as this pass read it: the informer drops our held write once it
+        # shows it (forget_shown_status), so a pass that read the service before that event must compare
+        # with the copy that shows it, or a change back to what it read would be skipped.
+        current = self._reader.get_or_none(resources.INFERENCE_SERVICES, meta["name"], meta["namespace"])
+        current = current or isvc
+        baseline = current.get("status") or {}
         written = self._status_written.get(key)
-        if written is not None and _older(meta.get("resourceVersion"), written):
+        if written is not None and _older(current["metadata"].get("resourceVersion"), written):
             # The cache has not shown our last status write yet, and the service's own status events
             # start no reconcile: compare with what we wrote, or a change back to the cached status
             # would be skipped and the written one stay for good. The cache may show an earlier write
@@ -586,7 +591,7 @@ class InferenceServiceReconciler:
             resources.INFERENCE_SERVICES, body, field_manager=converge.FIELD_MANAGER, subresource="status"
         )
         after = ((applied or {}).get("metadata") or {}).get("resourceVersion")
-        written = (meta.get("resourceVersion"), after, computed)
+        written = (current["metadata"].get("resourceVersion"), after, computed)
         shown = self._reader.get_or_none(resources.INFERENCE_SERVICES, meta["name"], meta["namespace"])
         if shown is not None and _older(shown["metadata"].get("resourceVersion"), written):
             self._status_written[key] = written

@@ -41,6 +41,7 @@ class FakeWorld:
         """Resources whose applies the cache does not show yet: answered, but the store keeps the old copy
         until `deliver()`."""
         self._held: dict[tuple[str, str, str], Obj] = {}
+        self._stale_once: dict[tuple[str, str, str], Obj] = {}
 
     # cache side
     def put(self, res: Resource, obj: Obj) -> Obj:
@@ -49,7 +50,16 @@ class FakeWorld:
         return obj
 
     def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> Obj | None:
-        return self.objects.get(_key(res, name, namespace if res.namespaced else None))
+        key = _key(res, name, namespace if res.namespaced else None)
+        if key in self._stale_once:
+            return self._stale_once.pop(key)
+        return self.objects.get(key)
+
+    def read_once(self, res: Resource, obj: Obj) -> None:
+        """The next read of `obj`'s key returns this older copy: a pass that read the cache just before
+        a watch event."""
+        meta = obj["metadata"]
+        self._stale_once[_key(res, meta["name"], meta.get("namespace") if res.namespaced else None)] = obj
 
     def list(
         self,

@@ -274,3 +274,28 @@ async def test_a_deleted_service_drops_its_held_status_write() -> None:
     assert last is not None
     reconciler.forget_shown_status("DELETED", last, None)
     assert reconciler.status_writes_held == 0
+
+
+async def test_a_pass_that_read_the_service_before_the_event_that_dropped_our_write_still_writes() -> None:
+    """Found by the canary e2e: the informer's event showed our status write (not Ready) and dropped it
+    while a pass that had read the older, Ready copy was running; that pass computed Ready, compared with
+    what it had read, and skipped the write: not Ready stayed."""
+    world, reconciler = await settled()
+    _available(world, "True")
+    await reconciler.reconcile(REQ)
+    ready = copy.deepcopy(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
+    assert ready is not None and _ready(ready)
+    world.unshown.add(r.INFERENCE_SERVICES.name)
+    _available(world, "False")
+    await reconciler.reconcile(REQ)
+    world.deliver()
+    shown = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert shown is not None and not _ready(shown)
+    reconciler.forget_shown_status("MODIFIED", shown, None)
+    assert reconciler.status_writes_held == 0
+    world.read_once(r.INFERENCE_SERVICES, ready)  # the next pass read the cache before that event
+    _available(world, "True")
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert world.writes == [("apply/status", "InferenceService", "llama")]
+    assert _ready(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
