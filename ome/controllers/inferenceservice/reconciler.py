@@ -84,6 +84,8 @@ from ome.resolution import runtime_revisions as rr
 from ome.resolution.components import ComponentPlan, ModelSource
 
 Obj = dict[str, Any]
+_Written = tuple[str | None, str | None, Obj]
+"""A status write: the resourceVersion before and after it, and the status written."""
 
 log = structlog.get_logger("ome.controllers.inferenceservice")
 
@@ -183,7 +185,7 @@ class InferenceServiceReconciler:
                                        applies=self._applies)
         self._reader = reader
         self._writer = writer
-        self._status_written: dict[tuple[str, str], tuple[str | None, str | None, Obj]] = {}
+        self._status_written: dict[tuple[str, str], _Written] = {}
         """Per service, our last status write: the resourceVersion before and after it, and the status."""
         self._recorder = recorder
         self._startup_config = config
@@ -548,12 +550,19 @@ class InferenceServiceReconciler:
         service is gone). The service's own status events start no pass, so without this an idle service
         would keep its whole written status here for good: ~5 KiB each, 4.9 MiB at N=1000."""
         meta = isvc["metadata"]
-        key = (meta.get("namespace", ""), meta["name"])
+        gone = event_type == "DELETED"
+        self._held_write((meta.get("namespace", ""), meta["name"]), None if gone else isvc)
+
+    def _held_write(self, key: tuple[str, str], cached: Obj | None) -> _Written | None:
+        """Our last status write of the service while `cached` does not show it; dropped once it does or
+        the service is gone (`cached` None)."""
         written = self._status_written.get(key)
         if written is None:
-            return
-        if event_type == "DELETED" or not _older(meta.get("resourceVersion"), written):
-            del self._status_written[key]
+            return None
+        if cached is not None and _older(cached["metadata"].get("resourceVersion"), written):
+            return written
+        del self._status_written[key]
+        return None
 
     def _written_before(self, isvc: Obj) -> bool:
         """Whether this process wrote the service's status and the cache may not show it yet."""
@@ -569,15 +578,13 @@ class InferenceServiceReconciler:
         current = self._reader.get_or_none(resources.INFERENCE_SERVICES, meta["name"], meta["namespace"])
         current = current or isvc
         baseline = current.get("status") or {}
-        written = self._status_written.get(key)
-        if written is not None and _older(current["metadata"].get("resourceVersion"), written):
+        written = self._held_write(key, current)
+        if written is not None:
             # The cache has not shown our last status write yet, and the service's own status events
             # start no reconcile: compare with what we wrote, or a change back to the cached status
             # would be skipped and the written one stay for good. The cache may show an earlier write
             # of ours meanwhile: only the last one's resourceVersion says it caught up.
             baseline = written[2]
-        else:
-            self._status_written.pop(key, None)
         computed = scaler_entries.merge(computed, baseline, self._published(isvc))
         if not status.differs(baseline, computed):
             return
@@ -591,12 +598,10 @@ class InferenceServiceReconciler:
             resources.INFERENCE_SERVICES, body, field_manager=converge.FIELD_MANAGER, subresource="status"
         )
         after = ((applied or {}).get("metadata") or {}).get("resourceVersion")
-        written = (current["metadata"].get("resourceVersion"), after, computed)
-        shown = self._reader.get_or_none(resources.INFERENCE_SERVICES, meta["name"], meta["namespace"])
-        if shown is not None and _older(shown["metadata"].get("resourceVersion"), written):
-            self._status_written[key] = written
-        else:  # its watch event came first (or the service is gone): nothing to hold
-            self._status_written.pop(key, None)
+        self._status_written[key] = (current["metadata"].get("resourceVersion"), after, computed)
+        # Its watch event may have come first: then there is nothing to hold.
+        self._held_write(key, self._reader.get_or_none(resources.INFERENCE_SERVICES, meta["name"],
+                                                       meta["namespace"]))
         if scaler_entries.legacy_owner(applied):
             await self._release_legacy_status(meta)
 
@@ -664,7 +669,7 @@ def _owned_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:
     return any(ref.get("uid") == uid for ref in child["metadata"].get("ownerReferences") or [])
 
 
-def _older(cached: str | None, written: tuple[str | None, str | None, Obj]) -> bool:
+def _older(cached: str | None, written: _Written) -> bool:
     """Whether the cached resourceVersion predates our last status write (etcd's are integers; an
     opaque one counts as older only while it is the one the write started from)."""
     before, after, _ = written

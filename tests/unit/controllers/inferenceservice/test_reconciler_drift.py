@@ -226,15 +226,22 @@ async def test_a_cache_that_shows_an_earlier_write_of_ours_is_still_behind_the_l
     assert _ready(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
 
 
-async def test_our_status_write_is_held_only_until_the_cache_shows_it() -> None:
-    """The written status is the baseline only while the cache lags it; the service's informer event
-    that shows it (or its deletion) drops it, so an idle service holds nothing (4.9 MiB at N=1000)."""
+async def not_ready_written_unshown() -> tuple[FakeWorld, Any]:
+    """A Ready service whose Deployment went unavailable: the not-Ready status is written, and the cache
+    does not show it yet."""
     world, reconciler = await settled()
     _available(world, "True")
     await reconciler.reconcile(REQ)
     world.unshown.add(r.INFERENCE_SERVICES.name)
     _available(world, "False")
     await reconciler.reconcile(REQ)
+    return world, reconciler
+
+
+async def test_our_status_write_is_held_only_until_the_cache_shows_it() -> None:
+    """The written status is the baseline only while the cache lags it; the service's informer event
+    that shows it (or its deletion) drops it, so an idle service holds nothing (4.9 MiB at N=1000)."""
+    world, reconciler = await not_ready_written_unshown()
     assert reconciler.status_writes_held == 1
     stale = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
     assert stale is not None
@@ -263,12 +270,7 @@ async def test_a_status_write_the_cache_already_shows_is_not_held() -> None:
 
 
 async def test_a_deleted_service_drops_its_held_status_write() -> None:
-    world, reconciler = await settled()
-    _available(world, "True")
-    await reconciler.reconcile(REQ)
-    world.unshown.add(r.INFERENCE_SERVICES.name)
-    _available(world, "False")
-    await reconciler.reconcile(REQ)
+    world, reconciler = await not_ready_written_unshown()
     assert reconciler.status_writes_held == 1
     last = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
     assert last is not None
@@ -280,14 +282,9 @@ async def test_a_pass_that_read_the_service_before_the_event_that_dropped_our_wr
     """Found by the canary e2e: the informer's event showed our status write (not Ready) and dropped it
     while a pass that had read the older, Ready copy was running; that pass computed Ready, compared with
     what it had read, and skipped the write: not Ready stayed."""
-    world, reconciler = await settled()
-    _available(world, "True")
-    await reconciler.reconcile(REQ)
-    ready = copy.deepcopy(world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo"))
+    world, reconciler = await not_ready_written_unshown()
+    ready = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")  # the cache still shows Ready
     assert ready is not None and _ready(ready)
-    world.unshown.add(r.INFERENCE_SERVICES.name)
-    _available(world, "False")
-    await reconciler.reconcile(REQ)
     world.deliver()
     shown = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
     assert shown is not None and not _ready(shown)
