@@ -7,6 +7,8 @@
     Ready per service (p50/p90/p100), its API writes by verb and resource (the apiserver's audit log), its
     CPU seconds and peak RSS.
 (c) idle: the manager's writes and CPU over --idle-seconds once everything is Ready.
+(d) churn: spec changes at a fixed rate (scale_phases.churn); with the floor, RawDeployment, the same changes
+    first answered by a plain client on the floor's objects (churn_floor.py), before the floor is cleared.
 
     python bench/bench_scale.py --n 200 --mode RawDeployment
 """
@@ -37,6 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import churn_floor  # noqa: E402
 import scale_phases as phases  # noqa: E402
 
 from ome.api import resources  # noqa: E402
@@ -82,10 +85,12 @@ def runtime_body() -> Obj:
                                                  "ports": [{"containerPort": 8080, "name": "http1"}]}}}}
 
 
-def isvc_body(i: int, mode: str) -> Obj:
+def isvc_body(i: int, mode: str, engine_annotations: dict[str, str] | None = None) -> Obj:
+    engine: Obj = {"minReplicas": 1, "maxReplicas": 1}
+    if engine_annotations:
+        engine["annotations"] = dict(engine_annotations)
     return {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": f"svc-{i}"},
-            "spec": {"deploymentMode": mode, "model": {"name": MODEL},
-                     "engine": {"minReplicas": 1, "maxReplicas": 1}}}
+            "spec": {"deploymentMode": mode, "model": {"name": MODEL}, "engine": engine}}
 
 
 # ---- (a) the raw floor: the same objects, rendered by the pure builders ------------------------------
@@ -109,11 +114,12 @@ def _replica_objects(replica: Obj) -> list[Obj]:
     return out
 
 
-def floor_objects(i: int, mode: str, namespace: str, model: Obj, runtime: Obj) -> list[Obj]:
+def floor_objects(i: int, mode: str, namespace: str, model: Obj, runtime: Obj,
+                  engine_annotations: dict[str, str] | None = None) -> list[Obj]:
     """Every object the manager creates for service i, but the InferenceReplica itself (the manager,
     started after the floor, would take it up): the workload or the replica's objects, the Services, and
     the autoscaler controller's HPA and PodDisruptionBudget."""
-    isvc = isvc_body(i, mode)
+    isvc = isvc_body(i, mode, engine_annotations)
     isvc["metadata"].update(namespace=namespace, uid=FAKE_UID, generation=1)
     config = inferenceservice_config.parse(shipped_configmap(CONFIG_NS)["data"])  # what the manager reads
     source = components.ModelSource.from_object("ClusterBaseModel", model)
@@ -517,6 +523,12 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
             floor0 = writes_by(cluster, FLOOR_USER)  # the audit log outlives `cluster down` in --state-dir
             out["floor"] = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
             out["floor_writes"] = sum((writes_by(cluster, FLOOR_USER) - floor0).values())
+            if "churn" in sections and args.mode == "RawDeployment":
+                await create_services(floor_client, args.n, args.mode, "bench-floor")
+                phases.log(f"(d) churn floor: {args.churn_rate:g} changes/s for {args.churn_seconds:g} s")
+                out["churn_floor"] = await churn_floor.floor_churn(
+                    floor_client, "bench-floor", args.n, args.churn_rate, args.churn_seconds,
+                    lambda i, notes: floor_objects(i, args.mode, "bench-floor", model, runtime, notes))
             out["floor_cleared"] = await _clear_floor(admin, "bench-floor")
         await _namespace(admin, "bench-manager")
         phases.log(f"(b) manager: {args.n} InferenceServices")
@@ -642,6 +654,13 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
             print(f"    in churn: manager CPU {c['cpu']:.1f} s ({1000 * c['cpu'] / per:.0f} ms a change), "
                   f"writes per change {service_writes(c['writes']) / per:.2f} "
                   f"({', '.join(f'{k} {v}' for k, v in sorted(c['writes'].items()))}); {c['queue']}")
+    if "churn_floor" in out:
+        f = out["churn_floor"]
+        seen = f"p99 {phases.pct(f['gen'], .99):.2f} s" if f["missing_gen"] <= 0.01 * f["changes"] \
+            else "p99 > the 60 s wait"
+        print(f"(d) churn floor: {f['changes']} changes ({f['rate']:.1f}/s), a plain client writing "
+              f"{f['writes_per_change']:.2f} objects and statuses per change: change -> its status write "
+              f"p50 {f['p50']:.2f} s {seen} (not done within 60 s: {f['missing_gen']})")
     if "memory" in out:
         e = out["memory"]
         per = (e["after"] - e["before"]) * 1024 / max(e["pods"], 1)
