@@ -8,8 +8,9 @@ generator only turns chosen fields into values:
 |---|---|
 | `ome.controller.image`, `.tag`, `.replicaCount` | the manager Deployment's image and replicas |
 | `ome.controller.leaderElection.{leaseDuration,renewDeadline,retryPeriod}` | `--leader-elect-*` timing |
-| `ome.controller.kubeApiQps`, `.kubeApiBurst` | `--kube-api-qps`, `--kube-api-burst` |
-| `ome.controller.inferenceserviceMaxConcurrentReconciles`, `...inferencereplica...` | concurrency |
+| `ome.controller.kubeAPIQPS`, `.kubeAPIBurst` | `--kube-api-qps`, `--kube-api-burst` (0: no flag) |
+| `ome.controller.inferenceServiceMaxConcurrentReconciles`, `...inferenceReplica...` | workers (0: no flag) |
+| `ome.controller.configCacheTTL` | `--config-cache-ttl` (a string; an unquoted 0: no flag) |
 | `ome.controller.quotaAcceleratorResources` | `--accelerator-resources=a,b` (empty: no flag, all governed) |
 | `ome.inferenceserviceConfig` | every key of the `inferenceservice-config` ConfigMap, as JSON strings |
 | `ome.controller.lifecycle` | its `lifecycle` entry (config/'s keys and config/chart/lifecycle.yaml's) |
@@ -135,16 +136,22 @@ def _arg(args: list[str], flag: str) -> str:
     return next(a.split("=", 1)[1] for a in args if a.startswith(flag + "="))
 
 
-# flag -> values path (under .Values)
+# flag -> values path (under .Values), the names the docs give (controller-manager-flags.md)
 ARG_VALUES: Final = {
     "--leader-elect-lease-duration": "ome.controller.leaderElection.leaseDuration",
     "--leader-elect-renew-deadline": "ome.controller.leaderElection.renewDeadline",
     "--leader-elect-retry-period": "ome.controller.leaderElection.retryPeriod",
-    "--kube-api-qps": "ome.controller.kubeApiQps",
-    "--kube-api-burst": "ome.controller.kubeApiBurst",
-    "--inferenceservice-max-concurrent-reconciles": "ome.controller.inferenceserviceMaxConcurrentReconciles",
-    "--inferencereplica-max-concurrent-reconciles": "ome.controller.inferencereplicaMaxConcurrentReconciles",
+    "--kube-api-qps": "ome.controller.kubeAPIQPS",
+    "--kube-api-burst": "ome.controller.kubeAPIBurst",
+    "--inferenceservice-max-concurrent-reconciles": "ome.controller.inferenceServiceMaxConcurrentReconciles",
+    "--inferencereplica-max-concurrent-reconciles": "ome.controller.inferenceReplicaMaxConcurrentReconciles",
+    "--config-cache-ttl": "ome.controller.configCacheTTL",
 }
+OPTIONAL_ARGS: Final = frozenset({
+    "--kube-api-qps", "--kube-api-burst", "--inferenceservice-max-concurrent-reconciles",
+    "--inferencereplica-max-concurrent-reconciles", "--config-cache-ttl"})
+"""Rendered only when the value is set and not zero (Go's truth: an unquoted 0 is false, "0" is not), so
+setting one to 0 gives the manager its own default: 1 worker, no rate limit, a 30 s config cache."""
 
 
 def _set(tree: Obj, path: str, value: Any) -> None:
@@ -305,7 +312,9 @@ def _manager_template() -> tuple[str, list[Value]]:
     new_args: list[str] = []
     for n, arg in enumerate(container["args"]):
         flag, sep, raw = str(arg).partition("=")
-        if sep and flag in ARG_VALUES:
+        if sep and flag in OPTIONAL_ARGS:
+            new_args.append(f"HELMBLOCK_OPTIONAL{n}")
+        elif sep and flag in ARG_VALUES:
             sentinel = f"HELMVAL_ARG{n}"
             new_args.append(sentinel)
             values.append(Value(sentinel, f'{{{{ printf "{flag}=%v" .Values.{ARG_VALUES[flag]} | quote }}}}',
@@ -332,6 +341,13 @@ def _manager_template() -> tuple[str, list[Value]]:
         f"{indent}{{{{- with .Values.ome.controller.quotaAcceleratorResources }}}}\n"
         f'{indent}- {{{{ printf "{QUOTA_FLAG}=%s" (join "," .) | quote }}}}\n'
         f"{indent}{{{{- end }}}}\n"))
+    for n, arg in enumerate(container["args"]):
+        if str(arg).startswith("HELMBLOCK_OPTIONAL"):
+            flag = str(_args(_manager_doc())[n]).partition("=")[0]
+            text = text.replace(f"{indent}- {arg}\n", (
+                f"{indent}{{{{- with .Values.{ARG_VALUES[flag]} }}}}\n"
+                f'{indent}- {{{{ printf "{flag}=%v" . | quote }}}}\n'
+                f"{indent}{{{{- end }}}}\n"))
     return text, values
 
 
@@ -476,8 +492,8 @@ def charts() -> dict[str, str]:
 def render_defaults(files: dict[str, str] | None = None, *, cert_manager: bool = False,
                     model_agent: bool = False, values: Obj | None = None) -> list[Obj]:
     """What `helm template` gives with the default values (and these two switches), for the constructs this
-    generator writes. `values`: other values for the ConfigMap's entries and the quota flag (the other
-    manager values are rendered with their defaults)."""
+    generator writes. `values`: other values for the ConfigMap's entries, the quota flag and the flags
+    rendered only when set (OPTIONAL_ARGS); the other manager values are rendered with their defaults."""
     files = files or charts()
     _, manager_values = _manager_template()
     # As Helm merges user values over the chart's: a null removes the key.
@@ -541,9 +557,24 @@ def _render_blocks(text: str, values: Obj) -> str:
             next(lines)  # its end
             if all(stack) and quota:
                 out.append(f"{indent}- {json.dumps(QUOTA_FLAG + '=' + ','.join(quota))}")
+        elif stripped.startswith("{{- with .Values.ome.controller."):
+            indent = line[: len(line) - len(line.lstrip())]
+            path = stripped[len("{{- with .Values."):-len(" }}")]
+            flag = next(lines).strip().split('"')[1].partition("=")[0]  # '- {{ printf "<flag>=%v" . ...'
+            next(lines)  # its end
+            value = _lookup(values, path)
+            if all(stack) and value:
+                out.append(f"{indent}- {json.dumps(f'{flag}={_go_number(value)}')}")
         elif all(stack):
             out.append(_render_bench(line, values))
     return "\n".join(out) + "\n"
+
+
+def _lookup(values: Obj, path: str) -> Any:
+    node: Any = values
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
 
 
 def _render_bench(line: str, values: Obj) -> str:

@@ -68,12 +68,29 @@ def test_helm_template_renders_config_default() -> None:
     switched = [d for d in yaml.safe_load_all(helm(
         None, "template", "ome", str(ROOT / "charts/ome-resources"), "-n", "ome",
         "--set", "webhook.certManager.enabled=true", "--set", "modelAgent.enabled=true",
-        "--set", "ome.controller.replicaCount=1", "--set", "ome.controller.kubeApiQps=50")) if d]
+        "--set", "ome.controller.replicaCount=1", "--set", "ome.controller.kubeAPIQPS=50",
+        "--set", "ome.controller.inferenceServiceMaxConcurrentReconciles=8")) if d]
     kinds = {chartgen.object_key(d)[0] for d in switched}
     assert {"Certificate", "Issuer", "DaemonSet"} <= kinds
     deployment = next(d for d in switched if d["kind"] == "Deployment")
     assert deployment["spec"]["replicas"] == 1
-    assert "--kube-api-qps=50" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--kube-api-qps=50" in args and "--inferenceservice-max-concurrent-reconciles=8" in args
+    # A 0 leaves its flag out (the manager's own default); a quoted "0" TTL is passed (the cache off).
+    zeroed = [d for d in yaml.safe_load_all(helm(
+        None, "template", "ome", str(ROOT / "charts/ome-resources"), "-n", "ome",
+        "--set", "ome.controller.kubeAPIQPS=0", "--set", "ome.controller.kubeAPIBurst=0",
+        "--set", "ome.controller.inferenceReplicaMaxConcurrentReconciles=0",
+        "--set-string", "ome.controller.configCacheTTL=0")) if d]
+    args = next(d for d in zeroed if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    flags = {a.partition("=")[0] for a in args}
+    assert not flags & {"--kube-api-qps", "--kube-api-burst", "--inferencereplica-max-concurrent-reconciles"}
+    assert "--config-cache-ttl=0" in args and "--inferenceservice-max-concurrent-reconciles=4" in args
+    unquoted = [d for d in yaml.safe_load_all(helm(
+        None, "template", "ome", str(ROOT / "charts/ome-resources"), "-n", "ome",
+        "--set", "ome.controller.configCacheTTL=0")) if d]
+    args = next(d for d in unquoted if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not any(a.startswith("--config-cache-ttl") for a in args)
 
 
 @contextlib.contextmanager

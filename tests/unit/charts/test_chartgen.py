@@ -65,9 +65,11 @@ def test_every_value_is_a_template_and_the_whole_config_is_values() -> None:
     assert values["ome"]["omeAgent"]["metadataJob"] == agent["metadataJob"]
     manager = (chartgen.CHARTS / "ome-resources" / "templates" / "manager.yaml").read_text()
     for path in (".Values.ome.controller.image", ".Values.ome.controller.replicaCount",
-                 ".Values.ome.controller.leaderElection.leaseDuration", ".Values.ome.controller.kubeApiQps",
-                 ".Values.ome.controller.kubeApiBurst",
-                 ".Values.ome.controller.inferenceserviceMaxConcurrentReconciles",
+                 ".Values.ome.controller.leaderElection.leaseDuration", ".Values.ome.controller.kubeAPIQPS",
+                 ".Values.ome.controller.kubeAPIBurst",
+                 ".Values.ome.controller.inferenceServiceMaxConcurrentReconciles",
+                 ".Values.ome.controller.inferenceReplicaMaxConcurrentReconciles",
+                 ".Values.ome.controller.configCacheTTL",
                  ".Values.ome.controller.quotaAcceleratorResources",
                  ".Values.webhook.certManager.enabled"):
         assert path in manager
@@ -148,3 +150,48 @@ def test_the_chart_sets_the_documented_ratio_tolerance_as_its_own_value() -> Non
     text = template.replace(chartgen.NS.template, chartgen.NAMESPACE)
     rendered = chartgen._parse(chartgen._render_blocks(text, unset))[0]
     assert "coordination" not in rendered["data"]
+
+
+def _manager_args(values: Obj) -> list[str]:
+    rendered = by_key(chartgen.render_defaults(values=values))
+    deployment = rendered[("Deployment", "ome", "ome-controller-manager")]
+    return [str(a) for a in deployment["spec"]["template"]["spec"]["containers"][0]["args"]]
+
+
+def test_the_throughput_and_cache_flags_come_from_the_documented_values() -> None:
+    """controller-manager-flags.md §Reconcile throughput and configure-the-controller.md: the values are
+    `inferenceServiceMaxConcurrentReconciles`, `inferenceReplicaMaxConcurrentReconciles`, `kubeAPIQPS`,
+    `kubeAPIBurst` (chart 4, 4, 100, 200) and `configCacheTTL` ("30s"); the guide's example sets 8 workers."""
+    values = chartgen.default_values()
+    controller = values["ome"]["controller"]
+    assert {k: controller[k] for k in ("inferenceServiceMaxConcurrentReconciles",
+                                       "inferenceReplicaMaxConcurrentReconciles", "kubeAPIQPS", "kubeAPIBurst",
+                                       "configCacheTTL")} == {
+        "inferenceServiceMaxConcurrentReconciles": 4, "inferenceReplicaMaxConcurrentReconciles": 4,
+        "kubeAPIQPS": 100, "kubeAPIBurst": 200, "configCacheTTL": "30s"}
+    controller.update(inferenceServiceMaxConcurrentReconciles=8, inferenceReplicaMaxConcurrentReconciles=8,
+                      kubeAPIQPS=200, kubeAPIBurst=400, configCacheTTL="10s")
+    args = _manager_args(values)
+    for arg in ("--inferenceservice-max-concurrent-reconciles=8", "--inferencereplica-max-concurrent-reconciles=8",
+                "--kube-api-qps=200", "--kube-api-burst=400", "--config-cache-ttl=10s"):
+        assert arg in args
+    # The guide's Step 2 order: the four fixed flags, the workers, the cache, the quota, the rate limit.
+    assert args[4:10] == ["--inferenceservice-max-concurrent-reconciles=8",
+                          "--inferencereplica-max-concurrent-reconciles=8", "--config-cache-ttl=10s",
+                          "--accelerator-resources=nvidia.com/gpu,google.com/tpu", "--kube-api-qps=200",
+                          "--kube-api-burst=400"]
+
+
+def test_a_zero_value_leaves_its_flag_out_and_a_quoted_zero_does_not() -> None:
+    """A 0 gives the manager its own default (1 worker, no rate limit); for the cache TTL an unquoted 0
+    leaves the flag out (30 s), and "0", a string, turns the cache off."""
+    values = chartgen.default_values()
+    values["ome"]["controller"].update(inferenceServiceMaxConcurrentReconciles=0, kubeAPIQPS=0, kubeAPIBurst=0,
+                                       configCacheTTL=0)
+    args = _manager_args(values)
+    flags = {a.partition("=")[0] for a in args}
+    assert not flags & {"--inferenceservice-max-concurrent-reconciles", "--kube-api-qps", "--kube-api-burst",
+                        "--config-cache-ttl"}
+    assert "--inferencereplica-max-concurrent-reconciles=4" in args
+    values["ome"]["controller"]["configCacheTTL"] = "0"
+    assert "--config-cache-ttl=0" in _manager_args(values)
