@@ -12,6 +12,8 @@ generator only turns chosen fields into values:
 | `ome.controller.inferenceServiceMaxConcurrentReconciles`, `...inferenceReplica...` | workers (0: no flag) |
 | `ome.controller.configCacheTTL` | `--config-cache-ttl` (a string; an unquoted 0: no flag) |
 | `ome.controller.quotaAcceleratorResources` | `--accelerator-resources=a,b` (empty: no flag, all governed) |
+| `ome.controller.extraEnv`, `.extraVolumes`, `.extraVolumeMounts` | lists appended as given to the manager |
+| | container's env (after `POD_NAMESPACE`, `SECRET_NAME`), the pod's volumes, the container's mounts |
 | `ome.inferenceserviceConfig` | every key of the `inferenceservice-config` ConfigMap, as JSON strings |
 | `ome.controller.lifecycle` | its `lifecycle` entry (config/'s keys and config/chart/lifecycle.yaml's) |
 | `ome.controller.rollout` | its `rollout` entry (`defaultReadyTimeout`, config/chart/controller.yaml) |
@@ -87,6 +89,14 @@ def _load(*parts: str) -> list[Obj]:
 
 QUOTA_FLAG: Final = "--accelerator-resources"
 
+# Lists the chart appends, as the user writes them, after the manager's own (sentinel -> values path):
+# the container's env and volumeMounts, the pod's volumes. Empty (the default), they add nothing.
+EXTRA_LISTS: Final = {
+    "HELMBLOCK_EXTRAENV": "ome.controller.extraEnv",
+    "HELMBLOCK_EXTRAVOLUMES": "ome.controller.extraVolumes",
+    "HELMBLOCK_EXTRAVOLUMEMOUNTS": "ome.controller.extraVolumeMounts",
+}
+
 
 def _walk_namespaces(node: Any) -> Any:
     """Every `namespace: ome` becomes the release namespace."""
@@ -115,6 +125,16 @@ def _block(text: str, item_sentinel: str, condition: str, when_true: list[str], 
         lines += [f"{indent}{{{{- else }}}}", *(indent + line for line in when_false)]
     lines.append(f"{indent}{{{{- end }}}}")
     return text.replace(f"{indent}- {item_sentinel}\n", "\n".join(lines) + "\n")
+
+
+def _with_list(text: str, item_sentinel: str, path: str) -> str:
+    """Replace the list item `- <sentinel>` by the items of the list value `path`, at the same indentation
+    (toYaml writes a list's items as `- ` lines; nothing when the list is empty or null)."""
+    indent = _indent_of(text, item_sentinel)
+    return text.replace(f"{indent}- {item_sentinel}\n", (
+        f"{indent}{{{{- with .Values.{path} }}}}\n"
+        f"{indent}{{{{- toYaml . | nindent {len(indent)} }}}}\n"
+        f"{indent}{{{{- end }}}}\n"))
 
 
 def _list_item_lines(item: Any) -> list[str]:
@@ -185,6 +205,8 @@ def default_values() -> Obj:
     controller["lifecycle"] = {**json.loads(data.get("lifecycle") or "{}"), **chart_lifecycle()}
     controller["rollout"] = dict(chart_controller()["rollout"])
     controller["coordination"] = chart_coordination()
+    for path in EXTRA_LISTS.values():
+        _set(values, path, [])
     agent = json.loads(data["omeAgent"])
     agent_image, _, agent_tag = agent["image"].rpartition(":")
     values["ome"]["omeAgent"] = {"image": agent_image, "tag": agent_tag, **chart_ome_agent(),
@@ -324,11 +346,14 @@ def _manager_template() -> tuple[str, list[Value]]:
     # The quota flag is a list value: rendered only when the list is not empty.
     new_args = ["HELMBLOCK_QUOTA" if str(a).startswith(QUOTA_FLAG + "=") else a for a in new_args]
     container["args"] = [*new_args, "HELMBLOCK_CERTARG"]
-    for mount in container.get("volumeMounts") or []:
-        if mount["name"] == "cert":
+    container["env"] = [*container.get("env", []), "HELMBLOCK_EXTRAENV"]
+    container["volumeMounts"] = [*container.get("volumeMounts", []), "HELMBLOCK_EXTRAVOLUMEMOUNTS"]
+    for mount in container["volumeMounts"]:
+        if isinstance(mount, dict) and mount["name"] == "cert":
             mount["readOnly"] = "HELMVAL_CERT_READONLY"
     values.append(Value("HELMVAL_CERT_READONLY", "{{ .Values.webhook.certManager.enabled }}", False))
-    pod["volumes"] = ["HELMBLOCK_CERTVOLUME" if v["name"] == "cert" else v for v in pod["volumes"]]
+    pod["volumes"] = [*("HELMBLOCK_CERTVOLUME" if v["name"] == "cert" else v for v in pod["volumes"]),
+                      "HELMBLOCK_EXTRAVOLUMES"]
     volumes = _manager_doc()["spec"]["template"]["spec"]["volumes"]
     cert_volume = next(v for v in volumes if v["name"] == "cert")
     text = _dump(docs)
@@ -336,6 +361,8 @@ def _manager_template() -> tuple[str, list[Value]]:
                   ["- --webhook-cert-bootstrap"], [])
     text = _block(text, "HELMBLOCK_CERTVOLUME", ".Values.webhook.certManager.enabled",
                   _list_item_lines(cert_volume), _list_item_lines({"name": "cert", "emptyDir": {}}))
+    for sentinel, path in EXTRA_LISTS.items():
+        text = _with_list(text, sentinel, path)
     indent = _indent_of(text, "HELMBLOCK_QUOTA")
     text = text.replace(f"{indent}- HELMBLOCK_QUOTA\n", (
         f"{indent}{{{{- with .Values.ome.controller.quotaAcceleratorResources }}}}\n"
@@ -557,6 +584,14 @@ def _render_blocks(text: str, values: Obj) -> str:
             next(lines)  # its end
             if all(stack) and quota:
                 out.append(f"{indent}- {json.dumps(QUOTA_FLAG + '=' + ','.join(quota))}")
+        elif stripped in {f"{{{{- with .Values.{p} }}}}" for p in EXTRA_LISTS.values()}:
+            path = stripped[len("{{- with .Values."):-len(" }}")]
+            width = int(next(lines).split("nindent")[1].split()[0])  # '{{- toYaml . | nindent <n> }}'
+            next(lines)  # its end
+            items = _lookup(values, path)
+            if all(stack) and items:
+                dumped = yaml.safe_dump(items, sort_keys=False, width=1000).splitlines()
+                out += [" " * width + item for item in dumped]
         elif stripped.startswith("{{- with .Values.ome.controller."):
             indent = line[: len(line) - len(line.lstrip())]
             path = stripped[len("{{- with .Values."):-len(" }}")]

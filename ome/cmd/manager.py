@@ -116,8 +116,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "configurations' caBundle")
     p.add_argument("--webhook-service-name", default=registry.SERVICE_NAME,
                    help="the webhook server's Service (its DNS names go into the bootstrapped certificate)")
-    p.add_argument("--webhook-cert-secret", default=cert_bootstrap.DEFAULT_SECRET_NAME,
-                   help="Secret of the bootstrapped certificate (the generated Role names the default)")
+    # The Deployment sets SECRET_NAME, so the Secret's name is visible (and changeable) in one place.
+    p.add_argument("--webhook-cert-secret",
+                   default=os.environ.get("SECRET_NAME") or cert_bootstrap.DEFAULT_SECRET_NAME,
+                   help="Secret of the bootstrapped certificate (default: env SECRET_NAME, else "
+                        f"{cert_bootstrap.DEFAULT_SECRET_NAME}, the name the generated Role grants)")
     p.add_argument("--leader-elect", action=flags.BoolFlag,
                    help="run the controllers only while holding the leader election Lease")
     p.add_argument("--leader-election-id", default=LEADER_ELECTION_ID, help="name of the Lease")

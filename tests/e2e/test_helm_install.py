@@ -91,6 +91,17 @@ def test_helm_template_renders_config_default() -> None:
         "--set", "ome.controller.configCacheTTL=0")) if d]
     args = next(d for d in unquoted if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert not any(a.startswith("--config-cache-ttl") for a in args)
+    # extraEnv, extraVolumes and extraVolumeMounts come after the chart's own, as written.
+    extra = [d for d in yaml.safe_load_all(helm(
+        None, "template", "ome", str(ROOT / "charts/ome-resources"), "-n", "ome",
+        "--set-json", 'ome.controller.extraEnv=[{"name":"HTTPS_PROXY","value":"http://proxy:3128"}]',
+        "--set-json", 'ome.controller.extraVolumes=[{"name":"corp-ca","configMap":{"name":"corp-ca-bundle"}}]',
+        "--set-json", 'ome.controller.extraVolumeMounts=[{"name":"corp-ca","mountPath":"/etc/corp-ca"}]')) if d]
+    pod = next(d for d in extra if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert [e["name"] for e in container["env"]] == ["POD_NAMESPACE", "SECRET_NAME", "HTTPS_PROXY"]
+    assert pod["volumes"][-1] == {"name": "corp-ca", "configMap": {"name": "corp-ca-bundle"}}
+    assert container["volumeMounts"][-1] == {"name": "corp-ca", "mountPath": "/etc/corp-ca"}
 
 
 @contextlib.contextmanager

@@ -195,3 +195,45 @@ def test_a_zero_value_leaves_its_flag_out_and_a_quoted_zero_does_not() -> None:
     assert "--inferencereplica-max-concurrent-reconciles=4" in args
     values["ome"]["controller"]["configCacheTTL"] = "0"
     assert "--config-cache-ttl=0" in _manager_args(values)
+
+
+def _manager_pod(values: Obj | None = None) -> Obj:
+    rendered = by_key(chartgen.render_defaults(values=values))
+    pod: Obj = rendered[("Deployment", "ome", "ome-controller-manager")]["spec"]["template"]["spec"]
+    return pod
+
+
+def test_the_extra_env_volumes_and_mounts_values_default_to_empty_lists() -> None:
+    """configure-the-controller.md: `ome.controller.extraEnv`, `.extraVolumes`, `.extraVolumeMounts`, empty by
+    default, so the Deployment is config/'s: POD_NAMESPACE and SECRET_NAME (the certificate's Secret)."""
+    from ome.webhooks import cert_bootstrap
+
+    files = chartgen.charts()
+    controller = yaml.safe_load(files["ome-resources/values.yaml"])["ome"]["controller"]
+    assert (controller["extraEnv"], controller["extraVolumes"], controller["extraVolumeMounts"]) == ([], [], [])
+    manager = files["ome-resources/templates/manager.yaml"]
+    for name in ("extraEnv", "extraVolumes", "extraVolumeMounts"):
+        assert f"{{{{- with .Values.ome.controller.{name} }}}}" in manager
+    container = _manager_pod()["containers"][0]
+    assert container["env"][1] == {"name": "SECRET_NAME", "value": cert_bootstrap.DEFAULT_SECRET_NAME}
+    assert [e["name"] for e in container["env"]] == ["POD_NAMESPACE", "SECRET_NAME"]
+
+
+def test_extra_env_volumes_and_mounts_are_appended_after_the_charts_own() -> None:
+    values = chartgen.default_values()
+    proxy = {"name": "NO_PROXY", "valueFrom": {"configMapKeyRef": {"name": "proxy", "key": "no_proxy"}}}
+    volume = {"name": "corp-ca", "configMap": {"name": "corp-ca"}}
+    mount = {"name": "corp-ca", "mountPath": "/etc/ome/ca", "readOnly": True}
+    values["ome"]["controller"].update(
+        extraEnv=[{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}, proxy,
+                  {"name": "SSL_CERT_FILE", "value": "/etc/ome/ca/ca.crt"}],
+        extraVolumes=[volume], extraVolumeMounts=[mount])
+    pod = _manager_pod(values)
+    container = pod["containers"][0]
+    assert [e["name"] for e in container["env"]] == ["POD_NAMESPACE", "SECRET_NAME", "HTTPS_PROXY", "NO_PROXY",
+                                                     "SSL_CERT_FILE"]
+    assert container["env"][3] == proxy
+    names = [v["name"] for v in pod["volumes"]]
+    assert names.index("cert") < names.index("corp-ca") and pod["volumes"][-1] == volume
+    default = _manager_pod()["containers"][0]["volumeMounts"]
+    assert container["volumeMounts"] == [*default, mount]

@@ -45,3 +45,14 @@ def test_bad_values_are_rejected(argv: list[str]) -> None:
         manager.parse_args(argv)
 
 
+def test_webhook_cert_secret_defaults_to_the_secret_name_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Deployment sets SECRET_NAME; unset or empty, the name the generated Role grants."""
+    from ome.webhooks import cert_bootstrap
+
+    monkeypatch.setenv("SECRET_NAME", "team-webhook-cert")
+    assert manager.parse_args([]).webhook_cert_secret == "team-webhook-cert"
+    assert manager.parse_args(["--webhook-cert-secret=other"]).webhook_cert_secret == "other"
+    monkeypatch.setenv("SECRET_NAME", "")
+    assert manager.parse_args([]).webhook_cert_secret == cert_bootstrap.DEFAULT_SECRET_NAME
+    monkeypatch.delenv("SECRET_NAME")
+    assert manager.parse_args([]).webhook_cert_secret == cert_bootstrap.DEFAULT_SECRET_NAME
