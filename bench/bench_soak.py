@@ -15,7 +15,9 @@ memory) and the bench prints the source lines whose allocations grew most betwee
 OME_SOAK_GARBAGE=1 the collector keeps what it frees (DEBUG_SAVEALL: a diagnostic run, memory grows) and the
 end dump counts the cyclic garbage made since the warm-up by type: what a periodic full collection frees. With
 OME_SOAK_TRIM_PROBE=1 the last dump also asks glibc to return its free heap pages (malloc_trim) and
-reports the RSS after: memory the C heap holds free is fragmentation, not live objects.
+reports the RSS after: memory the C heap holds free is fragmentation, not live objects. With --census both
+dumps also take a census of what holds the memory (heap_census.py: each informer store's objects and
+indexes, the manager's largest containers, large buffers by referrer), printed at the end.
 
     python bench/bench_soak.py --n 100 --minutes 20 [--mode OMENative] [--churn-rate 5]
     python bench/bench_soak.py --n 10 --minutes 1        # a quick smoke run
@@ -41,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_scale as bs  # noqa: E402
+import heap_census  # noqa: E402
 import scale_phases as phases  # noqa: E402
 
 from ome.devcluster.cluster import Cluster  # noqa: E402
@@ -51,6 +54,7 @@ NAMESPACE = "bench-soak"
 GROWTH_TARGET = 0.05
 """Issue 20: RSS growth under 5% over the soak."""
 GC_DUMP_ENV = "OME_SOAK_GC_DUMP"
+BENCH = Path(__file__).resolve().parent
 TRIM_PROBE_ENV = "OME_SOAK_TRIM_PROBE"
 
 # Loaded by the manager's interpreter at start (site imports `sitecustomize` from its path). On SIGUSR1:
@@ -77,11 +81,19 @@ def _ome_soak_gc_dump(signum, frame):
     objects = gc.get_objects()
     counts = _type_counts(objects)
     total = len(objects)
+    census = None
+    if _os.path.exists(_PATH + ".census"):  # what holds the memory (bench/heap_census.py)
+        if {str(BENCH)!r} not in sys.path:
+            sys.path.insert(0, {str(BENCH)!r})
+        import heap_census
+        census = heap_census.census(objects)
     del objects
     body = {{"objects": total, "blocks": sys.getallocatedblocks(), "types": dict(counts), "rss_kib": _rss(),
             "allocators": _allocators()}}
     if garbage is not None:
         body["garbage"] = dict(garbage.most_common(30))
+    if census is not None:
+        body["census"] = census
     if _os.path.exists(_PATH + ".trim"):  # what the C heap holds free: RSS after returning it
         import ctypes
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -315,17 +327,20 @@ async def _ask_hook(pid: int, dump: Path, sig: signal.Signals, answer: Path, tim
     return {}
 
 
-async def gc_dump(pid: int, path: Path, timeout: float = 120, *, trim: bool = False) -> Obj:
+async def gc_dump(pid: int, path: Path, timeout: float = 120, *, trim: bool = False,
+                  census: bool = False) -> Obj:
     """The manager's live objects by type (the sitecustomize hook, SIGUSR1), {} without the hook or an
-    answer. `trim`: the hook then also reports the RSS after malloc_trim."""
-    Path(f"{path}.trim").unlink(missing_ok=True)
-    if trim:
-        Path(f"{path}.trim").touch()
+    answer. `trim`: the hook then also reports the RSS after malloc_trim; `census`: what holds the memory
+    (heap_census.py)."""
+    for flag, wanted in (("trim", trim), ("census", census)):
+        Path(f"{path}.{flag}").unlink(missing_ok=True)
+        if wanted:
+            Path(f"{path}.{flag}").touch()
     return await _ask_hook(pid, path, signal.SIGUSR1, path, timeout, poll=0.5)
 
 
 async def sample_loop(proc: Any, metrics_url: str, minutes: float, interval: float, warmup_s: float,
-                      dump: Path) -> tuple[list[Sample], Obj, Obj]:
+                      dump: Path, *, census: bool = False) -> tuple[list[Sample], Obj, Obj]:
     samples: list[Sample] = []
     warm: Obj = {}
     started = time.monotonic()
@@ -341,11 +356,12 @@ async def sample_loop(proc: Any, metrics_url: str, minutes: float, interval: flo
         phases.log(f"soak {s.t / 60:5.1f} min: RSS {s.rss_kib / 1024:.1f} MiB, cached "
                    f"{sum(s.cached.values())}, queue {s.depth}")
         if not warm and s.t >= warmup_s:
-            warm = await gc_dump(proc.pid, dump)
+            warm = await gc_dump(proc.pid, dump, census=census)
         if s.t >= minutes * 60 - 1:
             break
         k += 1
-    return samples, warm, await gc_dump(proc.pid, dump, trim=bool(os.environ.get(TRIM_PROBE_ENV)))
+    return samples, warm, await gc_dump(proc.pid, dump, trim=bool(os.environ.get(TRIM_PROBE_ENV)),
+                                        census=census)
 
 
 def install_gc_hook(directory: Path, dump: Path) -> None:
@@ -375,7 +391,7 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
                                                      args.minutes * 60))
             try:
                 samples, warm, end = await sample_loop(mgr.proc, mgr.metrics_url, args.minutes, args.interval,
-                                                       warmup_s, dump)
+                                                       warmup_s, dump, census=args.census)
             except BaseException:
                 churn.cancel()
                 raise
@@ -429,6 +445,10 @@ def print_report(args: argparse.Namespace, out: Obj) -> None:
     if end.get("lines"):
         print("allocations that grew most, warm-up -> end (tracemalloc, by source line):")
         print("\n".join(f"  {line}" for line in end["lines"]))
+    for label, dump in (("warm-up", warm), ("end", end)):
+        if dump.get("census"):
+            print(f"what holds the memory at the {label} (--census):")
+            print(heap_census.format_census(dump["census"]))
 
 
 ALLOCATOR_FIGURES = (
@@ -471,6 +491,8 @@ def main() -> None:
     parser.add_argument("--state-dir", type=Path, help="the cluster's directory (default: temporary)")
     parser.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
     parser.add_argument("--manager-arg", action="append", default=[], help="extra ome-manager flag (repeat)")
+    parser.add_argument("--census", action="store_true",
+                        help="take a census of what holds the manager's memory at both heap dumps")
     args = parser.parse_args()
     results = phases.on_fresh_cluster(args.state_dir, "ome-bench-soak-", args.keep,
                                       lambda cluster: run(args, cluster))

@@ -211,3 +211,27 @@ def test_gc_hook_with_garbage_counts_the_cycles_freed_since_the_last_dump(
             "assert not gc.garbage, 'the dump frees what it counted'\n")
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=60)
     assert json.loads(dump.read_text())["garbage"]["__main__.Cyclic"] == 500
+
+
+def test_gc_hook_takes_a_census_when_asked(soak: ModuleType, hooked: Path) -> None:
+    """With `<dump>.census` present the dump also says what holds the memory (bench/heap_census.py):
+    here an informer-like store of 300 objects under `ome.`; without the file there is no census."""
+    dump = hooked
+    code = ("import os, signal\n"
+            "from ome.framework.store import Store\n"
+            "from ome.api import resources\n"
+            "class Informer:\n"
+            "    def __init__(self):\n"
+            "        self.store, self.resource, self.label_selector = Store(), resources.PODS, 'app=x'\n"
+            "Informer.__module__ = 'ome.fake'\n"
+            "informer = Informer()\n"
+            "for i in range(300):\n"
+            "    informer.store.upsert({'kind': 'Pod', 'metadata': {'name': f'p{i}', 'namespace': 'n'}})\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.environ["PYTHONPATH"], str(BENCH.parent)]))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+    assert "census" not in json.loads(dump.read_text())
+    Path(f"{dump}.census").touch()
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+    stores = json.loads(dump.read_text())["census"]["stores"]
+    assert [s["objects"] for s in stores if s["store"] == "pods app=x"] == [300]
