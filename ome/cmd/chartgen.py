@@ -18,6 +18,8 @@ generator only turns chosen fields into values:
 | `ome.controller.lifecycle` | its `lifecycle` entry (config/'s keys and config/chart/lifecycle.yaml's) |
 | `ome.controller.rollout` | its `rollout` entry (`defaultReadyTimeout`, config/chart/controller.yaml) |
 | `ome.controller.coordination` | its `coordination` entry (config/chart/coordination.yaml) |
+| `ome.controller.eventRecorder.{burstSize,refillInterval}` | its `eventRecorder` entry, the per-object |
+| | event budget (config/chart/event_recorder.yaml) |
 | `ome.omeAgent.{image,tag,metadataJob.*}` | its `omeAgent` entry, v1.3's form (`image:tag`, the Job keys) |
 | `ome.omeAgent.{authType,compartmentId,vaultId,region,modelInit.*}` | its `modelInit` and `servingSidecar` |
 | | entries (config/chart/ome_agent.yaml), with the same image |
@@ -26,15 +28,16 @@ generator only turns chosen fields into values:
 | | else the manager's self-signed certificate (`--webhook-cert-bootstrap`, config/default) |
 | `modelAgent.enabled` | the model agent DaemonSet and its RBAC (config/modelagent) |
 
-A structured value (`ome.controller.lifecycle`, `.rollout`, `.coordination`, `ome.omeAgent`) writes its
-entry as Helm's `toJson` does (compact, keys sorted); set to null it writes none, and a JSON string under
-`ome.inferenceserviceConfig` with the same key (the pre-v1.3 way) is used instead.
+A structured value (`ome.controller.lifecycle`, `.rollout`, `.coordination`, `.eventRecorder`,
+`ome.omeAgent`) writes its entry as Helm's `toJson` does (compact, keys sorted, a field set to null left
+out); set to null it writes none, and a JSON string under `ome.inferenceserviceConfig` with the same key
+(the pre-v1.3 way) is used instead.
 
 With the default values, `helm template` renders exactly the objects of `config/default` plus the
 `benchmarkjob-config` ConfigMap, except for what the docs give the chart but not the kustomize manifests
-(`config/chart/`): the `lifecycle` keys of lifecycle.yaml, the `rollout`, `coordination`, `modelInit` and
-`servingSidecar` entries; `omeAgent` is written in v1.3's flat form. `render_defaults` renders these
-constructs in Python for the unit tests, which check it against the real `helm template`.
+(`config/chart/`): the `lifecycle` keys of lifecycle.yaml, the `rollout`, `coordination`, `eventRecorder`,
+`modelInit` and `servingSidecar` entries; `omeAgent` is written in v1.3's flat form. `render_defaults`
+renders these constructs in Python for the unit tests, which check it against the real `helm template`.
 Templates are written as YAML with sentinel strings, replaced by template text afterwards.
 """
 
@@ -205,6 +208,7 @@ def default_values() -> Obj:
     controller["lifecycle"] = {**json.loads(data.get("lifecycle") or "{}"), **chart_lifecycle()}
     controller["rollout"] = dict(chart_controller()["rollout"])
     controller["coordination"] = chart_coordination()
+    controller["eventRecorder"] = chart_event_recorder()
     for path in EXTRA_LISTS.values():
         _set(values, path, [])
     agent = json.loads(data["omeAgent"])
@@ -230,6 +234,12 @@ def chart_coordination() -> Obj:
     """The chart's `coordination` entry (config/chart/coordination.yaml), a value of its own as the docs name
     it (`ome.controller.coordination.defaultRatioTolerancePercent`)."""
     return dict(_load("chart", "coordination.yaml")[0])
+
+
+def chart_event_recorder() -> Obj:
+    """The chart's `eventRecorder` entry (config/chart/event_recorder.yaml), the value
+    `ome.controller.eventRecorder`; config/configmap has none."""
+    return dict(_load("chart", "event_recorder.yaml")[0])
 
 
 def chart_ome_agent() -> Obj:
@@ -283,7 +293,7 @@ def chart_entries(values: Obj) -> dict[str, str]:
     ome = values["ome"]
     controller = ome["controller"]
     entries = {k: str(v) for k, v in (ome.get("inferenceserviceConfig") or {}).items()}
-    for key in ("lifecycle", "rollout", "coordination"):
+    for key in ("lifecycle", "rollout", "coordination", "eventRecorder"):
         if controller.get(key):
             entries[key] = go_json(controller[key])
     agent = ome.get("omeAgent")
@@ -416,6 +426,9 @@ _ENTRIES_TEMPLATE: Final = """\
   {{- end }}
   {{- with .Values.ome.controller.coordination }}
   {{- $_ := set $entries "coordination" (toJson .) }}
+  {{- end }}
+  {{- with .Values.ome.controller.eventRecorder }}
+  {{- $_ := set $entries "eventRecorder" (toJson .) }}
   {{- end }}
   {{- with .Values.ome.omeAgent }}
   {{- $image := printf "%s:%s" .image (.tag | default "" | toString) }}
@@ -637,10 +650,12 @@ def config_default_objects() -> list[Obj]:
         docs += copy.deepcopy(_load(*parts))
     config = next(d for d in docs if d["metadata"]["name"] == "inferenceservice-config")
     data = config["data"]
-    # config/chart/: the chart's lifecycle keys, rollout and coordination entries; omeAgent in v1.3's form.
+    # config/chart/: the chart's lifecycle keys, rollout, coordination and eventRecorder entries; omeAgent in
+    # v1.3's form.
     data["lifecycle"] = go_json({**json.loads(data["lifecycle"]), **chart_lifecycle()})
     data["rollout"] = go_json(chart_controller()["rollout"])
     data["coordination"] = go_json(chart_coordination())
+    data["eventRecorder"] = go_json(chart_event_recorder())
     agent = json.loads(data["omeAgent"])
     data["omeAgent"] = go_json({**agent.pop("metadataJob", {}), **agent})
     oci = chart_ome_agent()

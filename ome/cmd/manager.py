@@ -226,6 +226,7 @@ async def run(args: argparse.Namespace) -> int:
             health_probe_bind_address=args.health_probe_bind_address,
             leader_election=election, webhook_server=webhook, sync_period=args.sync_period,
         ))
+        manager.event_budget = settings.event_budget  # before any controller makes its recorder
         settings.inferenceservice_workers = args.inferenceservice_max_concurrent_reconciles
         settings.inferencereplica_workers = args.inferencereplica_max_concurrent_reconciles
         settings.revision_retention = args.runtime_revision_retention

@@ -29,6 +29,7 @@ from ome.controllers.rolloutcoordination import setup as rolloutcoordination
 from ome.controllers.runtimeinheritance import setup as runtimeinheritance
 from ome.framework import resources
 from ome.framework.client import Client
+from ome.framework.events import EventBudget
 from ome.framework.manager import Manager
 from ome.framework.webhook_server import WebhookServer
 from ome.omenative.migration_plan import Caps
@@ -68,6 +69,11 @@ class Settings:
         self.pod_monitor_served = pod_monitor_served
         # HTTPRoute and backend-policy CRDs served at start, and the traffic translator they select.
         self.routing = routing.RoutingFacts()
+
+    @property
+    def event_budget(self) -> EventBudget:
+        """What every event recorder of the manager allows per object and type (the eventRecorder entry)."""
+        return self.config.event_recorder.budget()
 
     def replica_settings(self) -> InferenceReplicaSettings:
         life = self.config.lifecycle
@@ -150,6 +156,9 @@ async def load_settings(client: Client, namespace: str) -> Settings:
         log.warning("lifecycle setting is not a known key; it has no effect", key=f"lifecycle.{key}",
                     did_you_mean=f"lifecycle.{closest}" if closest else None)
     settings = Settings(config, lws_served=lws, config_namespace=namespace, pod_monitor_served=pod_monitors)
+    budget = settings.event_budget
+    log.info("Configured event budget", burstSize=budget.burst,
+             refillInterval=f"{budget.refill_interval:g}s")
     settings.routing = await routing.detect(client)
     settings.autoscaler = await autoscaler.detect(client, config)
     settings.rollout_policy_served = await client.is_served(ROLLOUT_POLICIES)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ome.config.canary_config import CanaryAnalysisConfig, RolloutConfig
 from ome.config.coordination_config import CoordinationConfig
 from ome.config.durations import is_duration, parse_duration
+from ome.config.event_recorder_config import EventRecorderConfig
 from ome.config.gang_schedule import GangScheduleTimeoutConfig
 from ome.config.migration_lifecycle import AuditConfig, AutoMigrateConfig, ForceDeleteConfig
 from ome.config.ome_agent import OmeAgentConfig
@@ -508,6 +509,8 @@ class InferenceServiceConfig(_Section):
     fine_tuned_adapter: FineTunedAdapterConfig | None = Field(default=None, alias="fineTunedAdapter")
     coordination: CoordinationConfig = Field(default_factory=CoordinationConfig)
     """Rollout groups: the default maintainRatio tolerance (`ome/config/coordination_config.py`)."""
+    event_recorder: EventRecorderConfig = Field(default_factory=EventRecorderConfig, alias="eventRecorder")
+    """The manager's per-object event budget (`ome/config/event_recorder_config.py`)."""
     cluster_domain: str = Field(default="cluster.local", alias="clusterDomain")
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     canary_analysis: CanaryAnalysisConfig = Field(
@@ -533,6 +536,7 @@ _JSON_KEYS: Final = (
     "modelInit",
     "fineTunedAdapter",
     "coordination",
+    "eventRecorder",
     "rollout",
     "canaryAnalysis",
     "omeAgent",

@@ -9,6 +9,12 @@ Identical events (same object, type, reason and message) within 10 minutes are
 aggregated the way client-go's EventCorrelator dedupes them: the existing Event gets
 its `count` and `lastTimestamp` patched instead of a new Event being created. The
 decision is made in the writer task, so it sees the names the apiserver accepted.
+
+Before an event is queued it must pass a spam filter, client-go's EventSourceObjectSpamFilter: a token
+bucket per source, object and event type (`EventBudget`; client-go's 25 events, then one per 5 minutes,
+unless the manager is given another). Repeats count too, so a hot loop cannot bump `count` forever.
+Recorders that share one `EventSpamFilter` (the manager's) share buckets where their keys are equal, as
+client-go's recorders share their broadcaster's correlator.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from structlog.typing import FilteringBoundLogger
 from ome.framework import ratelimit, resources
 from ome.framework.timefmt import format_time
 
-__all__ = ["EventRecorder", "EventType", "EventWriter"]
+__all__ = ["EventBudget", "EventRecorder", "EventSpamFilter", "EventType", "EventWriter"]
 
 Obj = dict[str, Any]
 EventType = Literal["Normal", "Warning"]
@@ -35,6 +41,9 @@ AGGREGATION_WINDOW: Final = 10 * 60.0  # client-go's defaultAggregateIntervalInS
 _CACHE_ENTRIES: Final = 4096  # client-go's maxLruCacheEntries
 _MAX_QUEUED: Final = 1000  # client-go's maxQueuedEvents
 _DROP_LOG_EVERY: Final = 1000
+# client-go's defaultSpamBurst and defaultSpamQPS (1/300): what the manager keeps unless configured.
+DEFAULT_BURST: Final = 25
+DEFAULT_REFILL_INTERVAL: Final = 300.0
 
 
 class EventWriter(Protocol):
@@ -43,6 +52,67 @@ class EventWriter(Protocol):
     async def create(self, res: Any, obj: Obj, namespace: str | None = None) -> Obj: ...
 
     async def patch(self, res: Any, name: str, patch: Obj, namespace: str | None = None) -> Obj: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EventBudget:
+    """Per spam key: `burst` events at once, then one more each `refill_interval` seconds."""
+
+    burst: int = DEFAULT_BURST
+    refill_interval: float = DEFAULT_REFILL_INTERVAL
+
+    def __post_init__(self) -> None:
+        if isinstance(self.burst, bool) or not isinstance(self.burst, int) or self.burst < 1:
+            raise ValueError(f"event budget burst must be a positive integer, got {self.burst!r}")
+        if not self.refill_interval > 0:  # also rejects NaN
+            raise ValueError(f"event budget refill interval must be > 0 s, got {self.refill_interval!r}")
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    updated_at: float
+
+
+class EventSpamFilter:
+    """A token bucket per key, at most `max_keys` of them (least recently used evicted first).
+
+    Pure bookkeeping over an injected clock; a new or evicted key starts with a full bucket. Tokens
+    accrue continuously (golang.org/x/time/rate, which client-go's passive limiter wraps).
+    """
+
+    def __init__(
+        self,
+        budget: EventBudget | None = None,
+        *,
+        clock: ratelimit.Clock | None = None,
+        max_keys: int = _CACHE_ENTRIES,
+    ) -> None:
+        self.budget = budget or EventBudget()
+        self._clock: ratelimit.Clock = clock or ratelimit.MonotonicClock()
+        self._max_keys = max_keys
+        self._buckets: OrderedDict[tuple[str, ...], _Bucket] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def allow(self, key: tuple[str, ...]) -> bool:
+        """Takes a token from `key`'s bucket; False (nothing taken) when it is empty."""
+        now = self._clock.monotonic()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(float(self.budget.burst), now)
+            while len(self._buckets) > self._max_keys:
+                self._buckets.popitem(last=False)
+        else:
+            self._buckets.move_to_end(key)
+            refilled = max(0.0, now - bucket.updated_at) / self.budget.refill_interval
+            bucket.tokens = min(float(self.budget.burst), bucket.tokens + refilled)
+            bucket.updated_at = now
+        if bucket.tokens < 1.0:
+            return False
+        bucket.tokens -= 1.0
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +146,19 @@ class EventRecorder:
         max_queued: int = _MAX_QUEUED,
         clock: ratelimit.Clock | None = None,
         logger: FilteringBoundLogger | None = None,
+        budget: EventBudget | None = None,
+        spam_filter: EventSpamFilter | None = None,
     ) -> None:
+        """`spam_filter`: one shared with other recorders (the manager's); else a filter of this
+        recorder's own with `budget` (None: client-go's)."""
+        if budget is not None and spam_filter is not None:
+            raise ValueError("pass a budget or a shared spam filter, not both")
         self._client = client
         self._source: Obj = {"component": component} | ({"host": host} if host else {})
         self._component = component
         self._host = host
         self._clock: ratelimit.Clock = clock or ratelimit.MonotonicClock()
+        self._spam = spam_filter if spam_filter is not None else EventSpamFilter(budget, clock=self._clock)
         base: FilteringBoundLogger = logger or structlog.get_logger("ome.framework.events")
         self._log = base.bind(component=component)
         self._pending: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=max_queued)
@@ -90,6 +167,12 @@ class EventRecorder:
         self._closed = False
         self.dropped = 0
         """Events discarded because the queue was full or the recorder closed."""
+        self.throttled = 0
+        """Events discarded by the spam filter (their bucket was empty); not logged."""
+
+    @property
+    def budget(self) -> EventBudget:
+        return self._spam.budget
 
     def event(self, obj: Obj, type_: EventType, reason: str, message: str) -> None:
         """Queue an event about `obj`; returns at once. Must be called on the event loop."""
@@ -121,11 +204,19 @@ class EventRecorder:
         if self._closed:
             self._drop(pending, "recorder closed")
             return
-        try:
-            self._pending.put_nowait(pending)
-        except asyncio.QueueFull:
+        # A full queue drops before the filter, as client-go's broadcaster does: no token is spent on it.
+        if self._pending.full():
             self._drop(pending, "queue full")
             return
+        # client-go's spam key: the source, the object and the type, not the reason or message.
+        spam_key = (
+            self._component, self._host or "", involved["kind"], involved["namespace"], involved["name"],
+            involved["uid"], involved["apiVersion"], type_,
+        )  # fmt: skip
+        if not self._spam.allow(spam_key):
+            self.throttled += 1
+            return
+        self._pending.put_nowait(pending)  # cannot fail: checked above, and nothing ran in between
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._run(), name="event-recorder")
 

@@ -41,6 +41,7 @@ from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client, fence_writes
 from ome.framework.controller import Controller
+from ome.framework.events import EventBudget, EventRecorder, EventSpamFilter
 from ome.framework.leaderelection import Clock, LeaderElectionConfig, LeaderElector
 from ome.framework.lease_watch import lease_watch
 from ome.framework.probes_server import HealthProbeServer, MetricsServer, RequestFilter
@@ -109,6 +110,27 @@ class Manager:
         self._lost = False
         self.elector: LeaderElector | None = None
         self._started_at = time.monotonic()
+        self._event_budget = EventBudget()
+        self._event_filter: EventSpamFilter | None = None  # made with the first recorder
+
+    # ---- events --------------------------------------------------------------------------------
+    @property
+    def event_budget(self) -> EventBudget:
+        """What every recorder of this manager allows per object and event type (default client-go's)."""
+        return self._event_budget
+
+    @event_budget.setter
+    def event_budget(self, budget: EventBudget) -> None:
+        if self._event_filter is not None:  # recorders made so far would keep the old budget
+            raise RuntimeError("the event budget must be set before the first event recorder is made")
+        self._event_budget = budget
+
+    def event_recorder(self, component: str) -> EventRecorder:
+        """A recorder writing as `component` (controller-runtime's GetEventRecorderFor). All of them share
+        one spam filter, as client-go's recorders of one broadcaster share its correlator."""
+        if self._event_filter is None:
+            self._event_filter = EventSpamFilter(self._event_budget)
+        return EventRecorder(self.client, component, spam_filter=self._event_filter)
 
     # ---- registration --------------------------------------------------------------------------
     def add_controller(self, controller: Controller) -> None:

@@ -34,7 +34,6 @@ from ome.framework import predicates
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.controller import Controller
-from ome.framework.events import EventRecorder
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
@@ -74,7 +73,7 @@ def add_to_manager(
     reconciler = AutoscalerReconciler(
         reader=cache,
         writer=manager.client,
-        recorder=EventRecorder(manager.client, EVENT_SOURCE),
+        recorder=manager.event_recorder(EVENT_SOURCE),
         config=config,
         features=features,
         entries=entries,

@@ -9,7 +9,6 @@ from ome.controllers import quota_view
 from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
 from ome.framework import transforms
 from ome.framework.controller import Controller
-from ome.framework.events import EventRecorder
 from ome.framework.handlers import EventType, Obj
 from ome.framework.manager import Manager
 from ome.omenative import instance_names as names
@@ -26,7 +25,7 @@ def add_to_manager(manager: Manager, settings: InferenceReplicaSettings) -> Cont
     pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     svcs = cache.informer_for(SERVICES, label_selector=CHILD_SELECTOR)
     revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
-    recorder = EventRecorder(manager.client, settings.serving_gate_controller)
+    recorder = manager.event_recorder(settings.serving_gate_controller)
     reconciler = InferenceReplicaReconciler(manager.client, cache, settings, recorder=recorder)
     pods.add_handler(expectation_observer(reconciler))
     controller = (

@@ -45,7 +45,6 @@ from ome.controllers.inferenceservice.reconciler import InferenceServiceReconcil
 from ome.framework import predicates, transforms
 from ome.framework.cache import SharedCache
 from ome.framework.controller import Controller
-from ome.framework.events import EventRecorder
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
@@ -100,7 +99,7 @@ def add_to_manager(
     reconciler = InferenceServiceReconciler(
         reader=cache,
         writer=manager.client,
-        recorder=EventRecorder(manager.client, EVENT_SOURCE),
+        recorder=manager.event_recorder(EVENT_SOURCE),
         config=config,
         lws_served=lws_served,
         config_namespace=config_namespace,

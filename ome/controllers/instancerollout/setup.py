@@ -10,7 +10,6 @@ from ome.controllers.rolloutcanary import hold as canary_hold
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.framework import transforms
 from ome.framework.controller import Controller
-from ome.framework.events import EventRecorder
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
 from ome.omenative import instance_names as names
@@ -26,7 +25,7 @@ def add_to_manager(manager: Manager, settings: RolloutSettings) -> Controller:
     pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
     node_informer(cache)  # operation.waiting NodeUnknown: a pod to replace on a node gone silent
-    recorder = EventRecorder(manager.client, settings.event_component)
+    recorder = manager.event_recorder(settings.event_component)
     reconciler = InstanceRolloutReconciler(manager.client, cache, settings, recorder=recorder)
     controller = (
         Controller(

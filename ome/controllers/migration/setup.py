@@ -11,7 +11,6 @@ from ome.controllers.migration.stuck import StuckDeletionReconciler, replicas_on
 from ome.controllers.node_view import node_informer
 from ome.framework import transforms
 from ome.framework.controller import Controller
-from ome.framework.events import EventRecorder
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
@@ -45,7 +44,7 @@ def add_to_manager(manager: Manager, settings: MigrationSettings) -> Controller:
     cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
     if settings.auto_migrate_attempts:
         node_informer(cache)  # relocation reads the nodes the pods run on
-    recorder = EventRecorder(manager.client, settings.event_component)
+    recorder = manager.event_recorder(settings.event_component)
     reconciler = MigrationReconciler(manager.client, cache, settings, recorder=recorder)
     controller = (
         Controller("migration", reconciler, max_concurrent_reconciles=settings.max_concurrent_reconciles)

@@ -12,7 +12,6 @@ from ome.controllers.rolloutcanary.reconciler import CanaryReconciler
 from ome.controllers.rolloutpolicy.reconciler import RolloutPolicyStatusReconciler
 from ome.framework.cache import SharedCache
 from ome.framework.controller import Controller
-from ome.framework.events import EventRecorder
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
 from ome.omenative.canary_prometheus import PrometheusClient
@@ -54,7 +53,7 @@ def add_to_manager(
     cache = manager.cache
     isvcs = cache.informer_for(INFERENCE_SERVICES)
     replicas = cache.informer_for(INFERENCE_REPLICAS)
-    recorder = EventRecorder(manager.client, "ome-inferenceservice-controller")
+    recorder = manager.event_recorder("ome-inferenceservice-controller")
     prometheus = PrometheusClient(max_concurrency=config().canary_analysis.max_concurrency)
     reconciler = CanaryReconciler(
         manager.client, cache, config, prometheus=prometheus, policy_enabled=policy_enabled, recorder=recorder

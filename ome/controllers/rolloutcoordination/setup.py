@@ -8,7 +8,6 @@ from typing import Any
 from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES
 from ome.controllers.rolloutcoordination.reconciler import RolloutCoordinationReconciler
 from ome.framework.controller import Controller
-from ome.framework.events import EventRecorder
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
 from ome.omenative.rollout_budget import OperatorDefault
@@ -29,7 +28,7 @@ def add_to_manager(
     cache = manager.cache
     isvcs = cache.informer_for(INFERENCE_SERVICES)
     replicas = cache.informer_for(INFERENCE_REPLICAS)
-    recorder = EventRecorder(manager.client, "ome-inferenceservice-controller")
+    recorder = manager.event_recorder("ome-inferenceservice-controller")
     reconciler = RolloutCoordinationReconciler(
         manager.client, cache, defaults=defaults, ratio_tolerance=ratio_tolerance, recorder=recorder
     )

@@ -14,7 +14,6 @@ from ome.api.resources import CLUSTER_SERVING_RUNTIMES, SERVING_RUNTIMES
 from ome.controllers.runtimeinheritance.reconciler import InheritanceStatusReconciler
 from ome.framework.cache import SharedCache
 from ome.framework.controller import Controller
-from ome.framework.events import EventRecorder
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
 from ome.resolution import runtime_inheritance as inheritance
@@ -51,7 +50,7 @@ def self_and_descendants(cache: SharedCache, kind: str) -> Callable[[Obj], Itera
 
 def add_to_manager(manager: Manager) -> Controller:
     cache = manager.cache
-    recorder = EventRecorder(manager.client, EVENT_SOURCE)
+    recorder = manager.event_recorder(EVENT_SOURCE)
     controller = Controller(NAME, InheritanceStatusReconciler(cache, manager.client, recorder))
     cluster = cache.informer_for(CLUSTER_SERVING_RUNTIMES)
     namespaced = cache.informer_for(SERVING_RUNTIMES)

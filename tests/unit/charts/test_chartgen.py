@@ -75,7 +75,8 @@ def test_every_value_is_a_template_and_the_whole_config_is_values() -> None:
         assert path in manager
     template = (chartgen.CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
     for path in (".Values.ome.inferenceserviceConfig", ".Values.ome.controller.lifecycle",
-                 ".Values.ome.controller.rollout", ".Values.ome.controller.coordination", ".Values.ome.omeAgent"):
+                 ".Values.ome.controller.rollout", ".Values.ome.controller.coordination",
+                 ".Values.ome.controller.eventRecorder", ".Values.ome.omeAgent"):
         assert path in template
 
 
@@ -150,6 +151,38 @@ def test_the_chart_sets_the_documented_ratio_tolerance_as_its_own_value() -> Non
     text = template.replace(chartgen.NS.template, chartgen.NAMESPACE)
     rendered = chartgen._parse(chartgen._render_blocks(text, unset))[0]
     assert "coordination" not in rendered["data"]
+
+
+def test_the_chart_writes_the_event_budget_and_config_does_not() -> None:
+    """`ome.controller.eventRecorder` (burstSize 400, refillInterval 5s) is written as the `eventRecorder`
+    entry with toJson; a null field is left out, a null value leaves the entry out, and config/configmap has
+    none (the manager keeps client-go's 25 per 5m)."""
+    from ome.config import inferenceservice_config as cfg
+    from ome.framework.events import EventBudget
+
+    values = yaml.safe_load((chartgen.CHARTS / "ome-resources" / "values.yaml").read_text())
+    assert values["ome"]["controller"]["eventRecorder"] == {"burstSize": 400, "refillInterval": "5s"}
+    template = (chartgen.CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
+    assert "{{- with .Values.ome.controller.eventRecorder }}" in template
+    assert '{{- $_ := set $entries "eventRecorder" (toJson .) }}' in template
+    cm = by_key(chartgen.render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
+    assert cm["data"]["eventRecorder"] == '{"burstSize":400,"refillInterval":"5s"}'
+    assert cfg.parse(cm["data"]).event_recorder.budget() == EventBudget(burst=400, refill_interval=5.0)
+
+    def entries(event_recorder: Obj | None) -> dict[str, str]:
+        changed = chartgen.default_values()
+        changed["ome"]["controller"]["eventRecorder"] = event_recorder
+        rendered = by_key(chartgen.render_defaults(values=changed))
+        return dict(rendered[("ConfigMap", "ome", "inferenceservice-config")]["data"])
+
+    no_burst = entries({"burstSize": None, "refillInterval": "2s"})
+    assert no_burst["eventRecorder"] == '{"refillInterval":"2s"}'
+    assert cfg.parse(no_burst).event_recorder.budget() == EventBudget(burst=25, refill_interval=2.0)
+    assert "eventRecorder" not in entries(None)
+    assert "eventRecorder" not in entries({"burstSize": None, "refillInterval": None})
+    kustomize = yaml.safe_load((chartgen.CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
+    assert "eventRecorder" not in kustomize["data"]
+    assert cfg.parse(kustomize["data"]).event_recorder.budget() == EventBudget()
 
 
 def _manager_args(values: Obj) -> list[str]:

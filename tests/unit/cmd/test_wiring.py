@@ -1,11 +1,19 @@
-"""Settings the manager derives from inferenceservice-config for the InferenceReplica controller."""
+"""Settings the manager derives from inferenceservice-config: the InferenceReplica controller's, and the
+event budget of every recorder."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
+from kubernetes_asyncio.client import Configuration
 
 from ome.cmd import wiring
 from ome.config import inferenceservice_config as cfg
+from ome.framework.client import Client
+from ome.framework.events import EventBudget, EventRecorder
+from ome.framework.manager import Manager, ManagerOptions
 
 
 def _settings(lifecycle: str) -> wiring.Settings:
@@ -30,3 +38,51 @@ def test_no_teardown_deadline_holds_the_finalizer() -> None:
 def test_bad_teardown_deadline_is_a_startup_error() -> None:
     with pytest.raises(cfg.ConfigError, match="teardown.deadline"):
         cfg.parse({"lifecycle": '{"teardown": {"deadline": "soon"}}'})
+
+
+# ---- the event budget: from the eventRecorder entry to every recorder of the manager ---------------------
+
+
+def test_the_event_budget_comes_from_the_event_recorder_entry() -> None:
+    config = cfg.parse({"eventRecorder": '{"burstSize": 40, "refillInterval": "2s"}'})
+    settings = wiring.Settings(config, lws_served=False, config_namespace="ome")
+    assert settings.event_budget == EventBudget(burst=40, refill_interval=2.0)
+    plain = wiring.Settings(cfg.parse({}), lws_served=False, config_namespace="ome")
+    assert plain.event_budget == EventBudget(burst=25, refill_interval=300.0)
+
+
+@pytest.fixture
+async def manager() -> AsyncIterator[Manager]:
+    async with Client.from_configuration(Configuration(host="http://127.0.0.1:9")) as client:
+        yield Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
+                                             install_signal_handlers=False))
+
+
+async def test_the_managers_recorders_share_its_budget(manager: Manager) -> None:
+    assert manager.event_budget == EventBudget(25, 300.0)  # client-go's unless set
+    manager.event_budget = EventBudget(3, 1.0)
+    first, second = manager.event_recorder("a"), manager.event_recorder("b")
+    assert first.budget == second.budget == EventBudget(3, 1.0)
+    assert first._spam is second._spam  # noqa: SLF001 - one filter, as client-go's one correlator
+    with pytest.raises(RuntimeError):
+        manager.event_budget = EventBudget(5, 1.0)  # too late: the recorders above would keep 3
+
+
+async def test_every_recorder_the_controllers_make_has_the_configured_budget(
+    manager: Manager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[EventRecorder] = []
+    init = EventRecorder.__init__
+
+    def recording_init(self: EventRecorder, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(EventRecorder, "__init__", recording_init)
+    settings = wiring.Settings(cfg.parse({"eventRecorder": '{"burstSize": 400, "refillInterval": "5s"}'}),
+                               lws_served=False, config_namespace="ome")
+    manager.event_budget = settings.event_budget  # as ome-manager does, before the controllers
+    wiring.add_controllers(manager, settings)
+    assert len(made) >= 8  # the InferenceService, autoscaler, replica, rollout, ... controllers
+    assert all(r.budget == EventBudget(400, 5.0) for r in made)
+    assert len({id(r._spam) for r in made}) == 1  # noqa: SLF001 - all made by manager.event_recorder

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ome.framework import errors, resources
-from ome.framework.events import AGGREGATION_WINDOW, EventRecorder
+from ome.framework.events import AGGREGATION_WINDOW, EventBudget, EventRecorder, EventSpamFilter
 
 from .fakeclock import FakeClock
 
@@ -161,3 +161,107 @@ async def test_write_failures_are_logged_not_raised(recorder: EventRecorder, cli
     await recorder.flush()
     recorder.event(isvc("b"), "Normal", "R", "m")  # the writer is still alive
     await recorder.flush()
+
+
+# ---- the per-object event budget (client-go's EventSourceObjectSpamFilter) -------------------------------
+
+
+def test_the_default_budget_is_client_gos() -> None:
+    assert EventBudget() == EventBudget(burst=25, refill_interval=300.0)
+    assert EventRecorder(FakeClient(), "ome").budget == EventBudget(25, 300.0)
+
+
+@pytest.mark.parametrize(("burst", "interval"), [(0, 1.0), (-1, 1.0), (1, 0.0), (1, -5.0)])
+def test_a_budget_must_be_positive(burst: int, interval: float) -> None:
+    with pytest.raises(ValueError, match="event budget"):
+        EventBudget(burst, interval)
+
+
+async def test_a_burst_passes_then_one_more_each_refill_interval(
+    client: FakeClient, clock: FakeClock
+) -> None:
+    rec = EventRecorder(client, "ome", clock=clock, budget=EventBudget(burst=3, refill_interval=5.0))
+    for i in range(4):
+        rec.event(isvc(), "Normal", "Scaled", f"scaled to {i}")
+    assert rec.throttled == 1
+    clock.step(4.9)
+    rec.event(isvc(), "Normal", "Scaled", "scaled to 4")
+    assert rec.throttled == 2  # not yet a whole token
+    clock.step(0.1)
+    rec.event(isvc(), "Normal", "Scaled", "scaled to 5")
+    rec.event(isvc(), "Normal", "Scaled", "scaled to 6")
+    assert rec.throttled == 3  # one token per interval, not a new burst
+    await rec.aclose(grace_period=1)
+    assert [body["message"] for _, body in client.created] == [
+        "scaled to 0", "scaled to 1", "scaled to 2", "scaled to 5"]
+    assert rec.dropped == 0
+
+
+async def test_repeats_of_one_event_count_against_the_budget(client: FakeClient, clock: FakeClock) -> None:
+    rec = EventRecorder(client, "ome", clock=clock, budget=EventBudget(burst=2, refill_interval=60.0))
+    for _ in range(5):
+        rec.event(isvc(), "Warning", "BackOff", "same message")  # would only bump `count`
+    await rec.aclose(grace_period=1)
+    assert rec.throttled == 3
+    [(_, body)] = client.created
+    assert [p["count"] for _, _, p in client.patched] == [2]
+
+
+async def test_each_object_and_type_has_its_own_bucket(client: FakeClient, clock: FakeClock) -> None:
+    rec = EventRecorder(client, "ome", clock=clock, budget=EventBudget(burst=1, refill_interval=60.0))
+    rec.event(isvc(), "Normal", "R", "a")
+    rec.event(isvc(), "Normal", "R", "b")  # throttled: same object, same type
+    rec.event(isvc(), "Warning", "R", "c")
+    rec.event(isvc("other"), "Normal", "R", "d")
+    rec.event({**isvc(), "kind": "InferenceReplica"}, "Normal", "R", "e")
+    await rec.aclose(grace_period=1)
+    assert rec.throttled == 1
+    assert [body["message"] for _, body in client.created] == ["a", "c", "d", "e"]
+
+
+async def test_recorders_sharing_a_filter_have_buckets_per_component(
+    client: FakeClient, clock: FakeClock
+) -> None:
+    shared = EventSpamFilter(EventBudget(burst=1, refill_interval=60.0), clock=clock)
+    first, second, other = (EventRecorder(client, c, clock=clock, spam_filter=shared)
+                            for c in ("ctrl-a", "ctrl-a", "ctrl-b"))
+    first.event(isvc(), "Normal", "R", "a")
+    second.event(isvc(), "Normal", "R", "b")  # the same source, object and type: the same bucket
+    other.event(isvc(), "Normal", "R", "c")
+    assert (first.throttled, second.throttled, other.throttled) == (0, 1, 0)
+    assert second.budget == EventBudget(1, 60.0)
+    for rec in (first, second, other):
+        await rec.aclose(grace_period=1)
+    with pytest.raises(ValueError, match="not both"):
+        EventRecorder(client, "x", budget=EventBudget(), spam_filter=shared)
+
+
+def test_the_filter_keeps_at_most_max_keys_evicting_the_least_recently_used(clock: FakeClock) -> None:
+    spam = EventSpamFilter(EventBudget(burst=1, refill_interval=60.0), clock=clock, max_keys=2)
+    assert spam.allow(("a",)) and spam.allow(("b",))
+    assert not spam.allow(("a",))  # a is now the most recently used
+    assert spam.allow(("c",))  # evicts b
+    assert len(spam) == 2
+    assert spam.allow(("b",))  # forgotten: a full bucket again (evicts a)
+    assert spam.allow(("a",))
+    assert not spam.allow(("b",)) and not spam.allow(("a",))  # b and a are the two kept, both empty
+    assert len(spam) == 2
+
+
+def test_the_default_lru_bound_is_client_gos(clock: FakeClock) -> None:
+    spam = EventSpamFilter(clock=clock)
+    for i in range(4097):
+        spam.allow((str(i),))
+    assert len(spam) == 4096
+
+
+async def test_a_full_queue_spends_no_token(client: FakeClient, clock: FakeClock) -> None:
+    client.block = asyncio.Event()
+    rec = EventRecorder(client, "ome", max_queued=1, clock=clock, budget=EventBudget(2, 60.0))
+    rec.event(isvc(), "Normal", "R", "a")
+    await asyncio.sleep(0)  # the writer takes "a" and blocks on the apiserver
+    rec.event(isvc(), "Normal", "R", "b")  # queued
+    rec.event(isvc(), "Normal", "R", "c")  # queue full: dropped before the filter
+    assert (rec.dropped, rec.throttled) == (1, 0)
+    client.block.set()
+    await rec.aclose(grace_period=1)
