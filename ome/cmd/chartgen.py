@@ -605,7 +605,7 @@ def _render_blocks(text: str, values: Obj) -> str:
             if all(stack) and items:
                 dumped = yaml.safe_dump(items, sort_keys=False, width=1000).splitlines()
                 out += [" " * width + item for item in dumped]
-        elif stripped.startswith("{{- with .Values.ome.controller."):
+        elif stripped in {f"{{{{- with .Values.{ARG_VALUES[flag]} }}}}" for flag in OPTIONAL_ARGS}:
             indent = line[: len(line) - len(line.lstrip())]
             path = stripped[len("{{- with .Values."):-len(" }}")]
             flag = next(lines).strip().split('"')[1].partition("=")[0]  # '- {{ printf "<flag>=%v" . ...'
