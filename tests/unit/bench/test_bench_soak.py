@@ -4,7 +4,6 @@ figures are right: the metrics it reads, the growth verdict, the slope, and the 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import subprocess
@@ -14,17 +13,7 @@ from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[3] / "bench"
-
-
-@pytest.fixture(scope="module")
-def soak() -> ModuleType:
-    assert (BENCH / "bench_soak.py").exists(), f"missing {BENCH / 'bench_soak.py'}"
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("bench_soak")
-    finally:
-        sys.path.remove(str(BENCH))
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -228,7 +217,7 @@ def test_gc_hook_takes_a_census_when_asked(soak: ModuleType, hooked: Path) -> No
             "for i in range(300):\n"
             "    informer.store.upsert({'kind': 'Pod', 'metadata': {'name': f'p{i}', 'namespace': 'n'}})\n"
             "os.kill(os.getpid(), signal.SIGUSR1)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.environ["PYTHONPATH"], str(BENCH.parent)]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.environ["PYTHONPATH"], str(ROOT)]))
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
     assert "census" not in json.loads(dump.read_text())
     Path(f"{dump}.census").touch()

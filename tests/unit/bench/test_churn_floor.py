@@ -4,34 +4,8 @@ service's status at the change's generation, and reports each change's latency t
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-import pytest
-
-BENCH = Path(__file__).resolve().parents[3] / "bench"
-
-
-def _import(name: str) -> ModuleType:
-    assert (BENCH / f"{name}.py").exists(), f"missing {BENCH / name}.py"
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(BENCH))
-
-
-@pytest.fixture(scope="module")
-def floor() -> ModuleType:
-    return _import("churn_floor")
-
-
-@pytest.fixture(scope="module")
-def scale() -> ModuleType:
-    return _import("bench_scale")
 
 
 def _obj(kind: str, name: str, **spec: Any) -> dict[str, Any]:

@@ -4,28 +4,11 @@ indexes), the manager's largest containers, and large buffers by the type of wha
 from __future__ import annotations
 
 import gc
-import importlib
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pytest
-
 from ome.api import resources
 from ome.framework.store import Store
-
-BENCH = Path(__file__).resolve().parents[3] / "bench"
-
-
-@pytest.fixture(scope="module")
-def census() -> ModuleType:
-    assert (BENCH / "heap_census.py").exists(), f"missing {BENCH / 'heap_census.py'}"
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("heap_census")
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 class FakeInformer:
