@@ -191,16 +191,12 @@ async def create_retrying(
     client: Client, res: Any, obj: Obj, namespace: str, gate: asyncio.Semaphore
 ) -> None:
     """A create that a loaded apiserver answered late is sent again; an AlreadyExists then means done."""
+    async def create() -> None:
+        with contextlib.suppress(errors.AlreadyExists):
+            await client.create(res, obj, namespace)
+
     async with gate:
-        for attempt in range(10):
-            try:
-                await client.create(res, obj, namespace)
-                return
-            except errors.AlreadyExists:
-                return
-            except (errors.ServerTimeout, errors.TransportError, errors.TooManyRequests, errors.ServerError):
-                await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
-        raise SystemExit(f"could not create {obj['metadata']['name']}")
+        await phases.retry_transient(create, f"create {obj['metadata']['name']}")
 
 
 async def _create(client: Client, obj: Obj, gate: asyncio.Semaphore) -> None:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import scale_phases as phases
 
 from ome.api import resources
 from ome.controllers.inferenceservice.converge import resource_of
-from ome.framework import errors
 from ome.framework.client import Client
 
 Obj = dict[str, Any]
@@ -40,17 +39,6 @@ def changed_objects(before: list[Obj], after: list[Obj]) -> list[Obj]:
     return [o for o in after if old.get(_key(o)) != o]
 
 
-async def _retrying(call: Callable[[], Any]) -> Obj:
-    """A write the loaded apiserver answered with a timeout or a 5xx is sent again."""
-    for attempt in range(10):
-        try:
-            result: Obj = await call()
-            return result
-        except (errors.ServerTimeout, errors.TransportError, errors.TooManyRequests, errors.ServerError):
-            await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
-    raise SystemExit("churn floor: a write failed ten times")
-
-
 async def floor_churn(client: Client, namespace: str, n: int, rate: float, seconds: float,
                       render: Render) -> Obj:
     """Latencies in seconds from each change's response to its status write's response; a change whose
@@ -65,18 +53,21 @@ async def floor_churn(client: Client, namespace: str, n: int, rate: float, secon
         name = f"svc-{i}"
         annotations = {CHURN_KEY: f"{token}-{k}"}
         patch = {"spec": {"engine": {"annotations": annotations}}}
-        updated = await _retrying(lambda: client.patch(resources.INFERENCE_SERVICES, name, patch, namespace))
+        updated = await phases.retry_transient(
+            lambda: client.patch(resources.INFERENCE_SERVICES, name, patch, namespace), f"change {name}")
         sent = time.monotonic()
         generation = int(updated["metadata"]["generation"])
         altered = changed_objects(bases[i], render(i, annotations))
 
-        def applying(obj: Obj) -> Callable[[], Any]:
+        def applying(obj: Obj) -> Callable[[], Coroutine[Any, Any, Obj]]:
             return lambda: client.apply(resource_of(obj), obj, field_manager=FIELD_MANAGER)
 
-        await asyncio.gather(*(_retrying(applying(o)) for o in altered))
+        await asyncio.gather(*(phases.retry_transient(applying(o), f"apply {o['metadata']['name']}")
+                               for o in altered))
         status = {"status": {"observedGeneration": generation}}
-        await _retrying(lambda: client.patch(resources.INFERENCE_SERVICES, name, status, namespace,
-                                             subresource="status"))
+        await phases.retry_transient(
+            lambda: client.patch(resources.INFERENCE_SERVICES, name, status, namespace, subresource="status"),
+            f"write {name}'s status")
         latencies.append(time.monotonic() - sent)
         writes.append(len(altered) + 1)
 

@@ -349,6 +349,19 @@ def log(message: str) -> None:
 
 T = TypeVar("T")
 
+TRANSIENT = (errors.ServerTimeout, errors.TransportError, errors.TooManyRequests, errors.ServerError)
+
+
+async def retry_transient(call: Callable[[], Coroutine[Any, Any, T]], what: str, attempts: int = 10) -> T:
+    """`call()` again when the loaded apiserver answered with a timeout, a 429 or a 5xx (backing off up
+    to 5 s); the bench stops with `what` after `attempts`."""
+    for attempt in range(attempts):
+        try:
+            return await call()
+        except TRANSIENT:
+            await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
+    raise SystemExit(f"could not {what} ({attempts} tries)")
+
 
 def on_fresh_cluster(state_dir: Path | None, prefix: str, keep: bool,
                      body: Callable[[Cluster], Coroutine[Any, Any, T]]) -> T:
