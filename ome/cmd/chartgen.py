@@ -342,9 +342,11 @@ def _manager_template() -> tuple[str, list[Value]]:
     values.append(Value("HELMVAL_IMAGE", '{{ printf "%s:%s" .Values.ome.controller.image '
                                           "(toString .Values.ome.controller.tag) | quote }}", image))
     new_args: list[str] = []
+    optional: dict[str, str] = {}  # sentinel -> flag, rendered only when its value is set
     for n, arg in enumerate(container["args"]):
         flag, sep, raw = str(arg).partition("=")
         if sep and flag in OPTIONAL_ARGS:
+            optional[f"HELMBLOCK_OPTIONAL{n}"] = flag
             new_args.append(f"HELMBLOCK_OPTIONAL{n}")
         elif sep and flag in ARG_VALUES:
             sentinel = f"HELMVAL_ARG{n}"
@@ -378,13 +380,11 @@ def _manager_template() -> tuple[str, list[Value]]:
         f"{indent}{{{{- with .Values.ome.controller.quotaAcceleratorResources }}}}\n"
         f'{indent}- {{{{ printf "{QUOTA_FLAG}=%s" (join "," .) | quote }}}}\n'
         f"{indent}{{{{- end }}}}\n"))
-    for n, arg in enumerate(container["args"]):
-        if str(arg).startswith("HELMBLOCK_OPTIONAL"):
-            flag = str(_args(_manager_doc())[n]).partition("=")[0]
-            text = text.replace(f"{indent}- {arg}\n", (
-                f"{indent}{{{{- with .Values.{ARG_VALUES[flag]} }}}}\n"
-                f'{indent}- {{{{ printf "{flag}=%v" . | quote }}}}\n'
-                f"{indent}{{{{- end }}}}\n"))
+    for sentinel, flag in optional.items():
+        text = text.replace(f"{indent}- {sentinel}\n", (
+            f"{indent}{{{{- with .Values.{ARG_VALUES[flag]} }}}}\n"
+            f'{indent}- {{{{ printf "{flag}=%v" . | quote }}}}\n'
+            f"{indent}{{{{- end }}}}\n"))
     return text, values
 
 
