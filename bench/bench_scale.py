@@ -656,7 +656,7 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
             else "p99 > the 60 s wait"
         print(f"(d) churn floor: {f['changes']} changes ({f['rate']:.1f}/s), a plain client writing "
               f"{f['writes_per_change']:.2f} objects and statuses per change: change -> its status write "
-              f"p50 {f['p50']:.2f} s {seen} (not done within 60 s: {f['missing_gen']})")
+              f"p50 {phases.pct(f['gen'], .5):.2f} s {seen} (not done within 60 s: {f['missing_gen']})")
     if "memory" in out:
         e = out["memory"]
         per = (e["after"] - e["before"]) * 1024 / max(e["pods"], 1)
