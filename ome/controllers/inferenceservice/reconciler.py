@@ -53,6 +53,7 @@ from ome.api import resources
 from ome.api.resources import Resource
 from ome.config.config_source import ConfigSource
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers import shared_conditions
 from ome.controllers.autoscaler import entries as scaler_entries
 from ome.controllers.autoscaler.decide import initial_replicas
 from ome.controllers.inferenceservice import converge, pod_index, routing, runtime_pinning, status, ttl
@@ -586,6 +587,14 @@ class InferenceServiceReconciler:
             # of ours meanwhile: only the last one's resourceVersion says it caught up.
             baseline = written[2]
         computed = scaler_entries.merge(computed, baseline, self._published(isvc))
+        # The rollout run controller's conditions as the status compared with shows them, guarded by
+        # that status's resourceVersion: the conditions list is atomic (shared_conditions).
+        guarded = shared_conditions.shared(current, baseline)
+        if guarded:
+            conditions = shared_conditions.rebase(
+                computed.get("conditions") or [], baseline.get("conditions") or [], run_controller=False
+            )
+            computed = {**computed, "conditions": conditions}
         if not status.differs(baseline, computed):
             return
         body = {
@@ -594,6 +603,9 @@ class InferenceServiceReconciler:
             "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
             "status": computed,
         }
+        if guarded:
+            seen = written[1] if written is not None else current["metadata"].get("resourceVersion")
+            body = shared_conditions.precondition(body, seen)
         applied = await self._writer.apply(
             resources.INFERENCE_SERVICES, body, field_manager=converge.FIELD_MANAGER, subresource="status"
         )

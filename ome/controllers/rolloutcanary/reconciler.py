@@ -30,6 +30,7 @@ import structlog
 
 from ome.api.resources import INFERENCE_SERVICES, ROLLOUT_POLICIES
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.controllers import shared_conditions
 from ome.controllers.rolloutcoordination import observe
 from ome.framework import errors
 from ome.framework.cache import SharedCache
@@ -51,6 +52,10 @@ log = structlog.get_logger("ome.controllers.rolloutcanary")
 FIELD_MANAGER: Final = "ome-rollout-canary-controller"
 PARK_REQUEUE: Final = 60.0
 ACTIVE_REQUEUE: Final = 30.0
+
+
+STATUS_ATTEMPTS: Final = 3
+"""Status applies per pass before a 409 requeues it."""
 
 
 class CanaryReconciler:
@@ -156,27 +161,54 @@ class CanaryReconciler:
 
     async def _finish(self, isvc: Obj, p: _Pass) -> None:
         meta = isvc["metadata"]
-        for type_, reason, message in p.events:
-            if self._recorder is not None:
-                self._recorder.event(isvc, "Warning" if type_ == "Warning" else "Normal", reason, message)
+        snapshot = isvc
         if p.consume:
             patch = {"metadata": {"annotations": {key: None for key in sorted(set(p.consume))}}}
             try:
-                await self._client.patch(INFERENCE_SERVICES, meta["name"], patch, meta["namespace"])
+                ns = meta["namespace"]
+                snapshot = await self._client.patch(INFERENCE_SERVICES, meta["name"], patch, ns)
                 self.writes += 1
             except errors.NotFound:
                 return
         if p.changed():
+            await self._apply_status(p, snapshot)
+        for type_, reason, message in p.events:  # after the writes: a pass retried on 409 says it once
+            if self._recorder is not None:
+                self._recorder.event(isvc, "Warning" if type_ == "Warning" else "Normal", reason, message)
+
+    async def _apply_status(self, p: _Pass, snapshot: Obj) -> None:
+        """Apply this pass's status on the other writer's conditions as `snapshot` shows them, guarded by
+        its resourceVersion (shared_conditions). The annotations this pass consumed are gone already, so
+        a 409 is answered from a fresh read rather than by requeueing the pass."""
+        meta = snapshot["metadata"]
+        for attempt in range(STATUS_ATTEMPTS):
+            status = p.status_body()
+            theirs = (snapshot.get("status") or {}).get("conditions") or []
+            status["conditions"] = shared_conditions.rebase(status["conditions"], theirs, run_controller=True)
             body = {
                 "apiVersion": "ome.io/v1beta1",
                 "kind": "InferenceService",
                 "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-                "status": p.status_body(),
+                "status": status,
             }
-            await self._client.apply(
-                INFERENCE_SERVICES, body, field_manager=FIELD_MANAGER, subresource="status"
-            )
+            body = shared_conditions.precondition(body, meta.get("resourceVersion"))
+            try:
+                await self._client.apply(
+                    INFERENCE_SERVICES, body, field_manager=FIELD_MANAGER, subresource="status"
+                )
+            except errors.Conflict:
+                if attempt + 1 == STATUS_ATTEMPTS:
+                    raise
+                try:
+                    snapshot = await self._client.get(INFERENCE_SERVICES, meta["name"], meta["namespace"])
+                except errors.NotFound:
+                    return
+                meta = snapshot["metadata"]
+                continue
+            except errors.NotFound:
+                return
             self.writes += 1
+            return
 
 
 class _Pass:

@@ -13,6 +13,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.controllers.rolloutcanary import hold
 from ome.controllers.rolloutcanary.reconciler import CanaryReconciler
 from ome.controllers.rolloutpolicy.reconciler import RolloutPolicyStatusReconciler
+from ome.framework import errors
 from ome.framework.cache import NoInformerError
 from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
@@ -20,7 +21,7 @@ from ome.omenative import canary_analysis as analysis
 from ome.omenative import canary_metrics as metrics
 from ome.omenative import coordination_plan as cplan
 from ome.omenative.coordination_types import member_of
-from tests.unit.controllers.inferencereplica.fakes import FakeApi, FakeRecorder
+from tests.unit.controllers.inferencereplica.fakes import FakeApi, FakeClient, FakeRecorder
 
 Obj = dict[str, Any]
 NS = "prod"
@@ -35,14 +36,19 @@ class Api(FakeApi):
     def __init__(self) -> None:
         super().__init__()
         self.applied: list[Obj] = []
+        self.conflicts = 0
 
     async def apply(self, res: Resource, obj: Obj, *, field_manager: str, force: bool = True,
                     subresource: str | None = None, timeout: float | None = None) -> Obj:
         if res is not INFERENCE_SERVICES:
             return await super().apply(res, obj, field_manager=field_manager, force=force)
+        current = self.objects[self._key(res, obj["metadata"]["name"], obj["metadata"].get("namespace"))]
+        wanted = obj["metadata"].get("resourceVersion")
+        if wanted and wanted != current["metadata"]["resourceVersion"]:
+            self.conflicts += 1
+            raise errors.Conflict(409, "Conflict", "the object has been modified")
         self.applied.append(copy.deepcopy(obj))
         self.writes.append(("apply", res.kind, obj["metadata"]["name"]))
-        current = self.objects[self._key(res, obj["metadata"]["name"], obj["metadata"].get("namespace"))]
         status = current.setdefault("status", {})
         new = obj.get("status") or {}
         for key in ("rollout", "conditions"):
@@ -111,7 +117,7 @@ def setup(svc: Obj, rep: Obj, *, value: float | None = 0.0, policy_enabled: bool
     api.put(INFERENCE_SERVICES, svc)
     api.put(INFERENCE_REPLICAS, rep)
     cfg = config or InferenceServiceConfig()
-    rec = CanaryReconciler(api, api, lambda: cfg, prometheus=prom, policy_enabled=policy_enabled,  # type: ignore[arg-type]
+    rec = CanaryReconciler(FakeClient(api), api, lambda: cfg, prometheus=prom, policy_enabled=policy_enabled,  # type: ignore[arg-type]
                            recorder=recorder, now=clock)  # type: ignore[arg-type]
     return api, rec, recorder, clock, prom
 
@@ -192,6 +198,38 @@ async def test_a_new_revision_opens_a_run_and_the_manual_canary_promotes_and_clo
     assert svc["status"]["rollout"]["lastRun"]["outcome"] == "Completed"
     assert ("Normal", "RolloutRunClosed", f"run {run['runID']} closed: Completed") in recorder.events
     assert cond(svc, "RolloutPlanReady")["reason"] == "NoActiveRun"
+
+
+async def test_a_ready_written_after_the_pass_read_the_service_is_kept_and_the_run_still_closes() -> None:
+    """The conditions list is atomic: this controller applies the InferenceService controller's entries
+    too, as one snapshot shows them and guarded by its resourceVersion. A pass that read the service
+    before that controller's last write gets a 409, and applies again on a fresh read."""
+    api, rec, recorder, _, _ = setup(isvc(MANUAL), replica(NEW, OLD, [OLD, OLD]))
+    await rec.reconcile(REQ)
+    run = get(api)["status"]["rollout"]["activeRun"]
+    set_rows(api, [NEW, OLD])
+    await rec.reconcile(REQ)
+    get(api)["metadata"]["annotations"]["ome.io/rollout-promote"] = "bbbbbbbb"
+    await rec.reconcile(REQ)
+    assert api.conflicts == 0
+    set_rows(api, [NEW, NEW])
+    stale = copy.deepcopy(get(api))
+    api.put(INFERENCE_SERVICES, stale | {"status": {**stale["status"], "conditions": [
+        c | {"status": "False", "reason": "EngineNotReady"} if c["type"] == "Ready" else c
+        for c in stale["status"]["conditions"]]}})  # the InferenceService controller's write
+    reads = iter([stale])
+    cached = api.get_or_none
+    api.get_or_none = lambda res, name, namespace=None: (  # type: ignore[method-assign]
+        next(reads, None) or cached(res, name, namespace)) if res is INFERENCE_SERVICES else cached(
+        res, name, namespace)
+    await rec.reconcile(REQ)
+    svc = get(api)
+    assert api.conflicts == 1
+    assert cond(svc, "Ready")["reason"] == "EngineNotReady"
+    assert cond(svc, "RolloutPlanReady")["reason"] == "NoActiveRun"
+    assert svc["status"]["rollout"]["lastRun"]["outcome"] == "Completed"
+    closed = ("Normal", "RolloutRunClosed", f"run {run['runID']} closed: Completed")
+    assert recorder.events.count(closed) == 1
 
 
 ANALYSIS = {"steps": [

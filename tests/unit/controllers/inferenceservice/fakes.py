@@ -42,6 +42,8 @@ class FakeWorld:
         until `deliver()`."""
         self._held: dict[tuple[str, str, str], Obj] = {}
         self._stale_once: dict[tuple[str, str, str], Obj] = {}
+        self.preconditions: list[str | None] = []
+        """Per apply, the resourceVersion it was sent with (None: unconditional)."""
 
     # cache side
     def put(self, res: Resource, obj: Obj) -> Obj:
@@ -94,6 +96,12 @@ class FakeWorld:
         meta = obj["metadata"]
         self.writes.append(("apply" + (f"/{subresource}" if subresource else ""), res.kind, meta["name"]))
         key = _key(res, meta["name"], meta.get("namespace"))
+        self.preconditions.append(meta.get("resourceVersion"))
+        server = self._held.get(key) or self.objects.get(key)
+        if meta.get("resourceVersion") and meta["resourceVersion"] != (server or {}).get("metadata", {}).get(
+            "resourceVersion"
+        ):  # as the apiserver answers an apply whose resourceVersion is not the object's
+            raise errors.Conflict(409, "Conflict", f"{meta['name']}: the object has been modified")
         self._rv += 1
         if subresource == "status":
             current = copy.deepcopy(self.objects[key])
@@ -113,6 +121,11 @@ class FakeWorld:
     def held(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
         """The apiserver's answer to the last apply the cache does not show yet."""
         return self._held[_key(res, name, namespace if res.namespaced else None)]
+
+    def written_elsewhere(self, res: Resource, obj: Obj) -> None:
+        """Another writer's write the cache does not show yet: the apiserver has `obj`."""
+        meta = obj["metadata"]
+        self._held[_key(res, meta["name"], meta.get("namespace"))] = obj
 
     def deliver(self) -> None:
         """The watch catches up: the held-back applies reach the store."""
