@@ -119,6 +119,16 @@ class Controller:
         self._resync: asyncio.Task[None] | None = None
         self._started = False
         self._stopping = False
+        self._stop_hooks: list[Callable[[], None]] = []
+
+    def on_stop(self, hook: Callable[[], None]) -> None:
+        """Call `hook` once the workers are stopped or aborted: work the reconciler started beside its
+        passes (framework/write_behind.py) must not outlive them."""
+        self._stop_hooks.append(hook)
+
+    def _run_stop_hooks(self) -> None:
+        for hook in self._stop_hooks:
+            hook()
 
     # -- watches -----------------------------------------------------------------------------
 
@@ -200,6 +210,7 @@ class Controller:
         self.queue.shutdown()
         for task in [*self._workers, *([self._resync] if self._resync else [])]:
             task.cancel()
+        self._run_stop_hooks()
 
     async def stop(self, grace_period: float | None = 30.0) -> None:
         """Stop taking keys, let in-flight reconciles finish, cancel those still running after `grace_period`.
@@ -213,6 +224,7 @@ class Controller:
             await asyncio.gather(self._resync, return_exceptions=True)
             self._resync = None
         if not self._workers:
+            self._run_stop_hooks()
             return
         self._log.info("Shutdown signal received, waiting for all workers to finish")
         _, pending = await asyncio.wait(self._workers, timeout=grace_period)
@@ -220,6 +232,7 @@ class Controller:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         self._workers = []
+        self._run_stop_hooks()
         self._log.info("All workers finished")
 
     async def _wait_for_cache_sync(self) -> None:

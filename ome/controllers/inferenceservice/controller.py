@@ -48,6 +48,7 @@ from ome.framework.controller import Controller
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
+from ome.framework.write_behind import WriteBehind
 from ome.resolution import accelerators, fine_tuned, naming, replica_refs
 
 NAME: Final = "inferenceservice"
@@ -96,6 +97,7 @@ def add_to_manager(
     controller of this manager publishes to (none: no autoscaler runs, and no entry is reported)."""
     cache = manager.cache
     entries = autoscaler_entries if autoscaler_entries is not None else AutoscalerEntries()
+    behind = WriteBehind()  # a first pass's creates run beside it (write_behind.py)
     reconciler = InferenceServiceReconciler(
         reader=cache,
         writer=manager.client,
@@ -108,8 +110,11 @@ def add_to_manager(
         pod_monitor_served=pod_monitor_served,
         autoscaler_entries=entries,
         seen=cache.seen_version,
+        write_behind=behind,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
+    behind.bind(controller.queue.add_rate_limited)
+    controller.on_stop(behind.cancel)
     entries.subscribe(controller.queue.add)
     spec_or_meta = predicates.or_(
         predicates.generation_changed, predicates.labels_changed, predicates.annotations_changed

@@ -29,7 +29,9 @@ import structlog
 from ome.controllers import drift
 from ome.framework import errors, resources
 from ome.framework.own_applies import OwnApplies
+from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
+from ome.framework.write_behind import WriteBehind
 
 Obj = dict[str, Any]
 
@@ -119,32 +121,50 @@ async def converge(
     create_only: Mapping[str, Mapping[str, Any]] | None = None,
     applies: OwnApplies | None = None,
     field_manager: str = FIELD_MANAGER,
+    behind: WriteBehind | None = None,
+    owner: Request | None = None,
 ) -> bool:
-    """Apply `desired` unless the cached copy already matches it; True when it wrote. `create_only`
-    ({section: {field: value}}) is sent with the create only (see the module docstring). With `applies`,
-    a cache that does not show our last apply of the object yet is compared with that apply instead
-    (framework/own_applies.py)."""
+    """Apply `desired` unless the cached copy already matches it; True when it wrote (or started the
+    write). `create_only` ({section: {field: value}}) is sent with the create only (see the module
+    docstring). With `applies`, a cache that does not show our last apply of the object yet is compared
+    with that apply instead (framework/own_applies.py). With `behind` and the `owner` to requeue should
+    it fail, a create runs beside the caller (framework/write_behind.py)."""
     tolerated = tolerated or TOLERATED
     stamped = stamp(desired)
     res = resource_of(stamped)
+    meta = stamped["metadata"]
+    key = (res.name, str(meta.get("namespace") or ""), str(meta["name"]))
+    if behind is not None and (flying := behind.in_flight(key)) is not None:
+        if flying == drift.desired_hash(stamped):
+            return False  # on its way
+        await behind.wait(key)  # another content: never two applies of one object at once
     ours = applies.pending(res, stamped, cached) if applies is not None else None
     if ours is not None and ours == drift.desired_hash(stamped):
         return False  # the cache has not shown our apply of this very content yet
     why = reasons(stamped, cached, tolerated) or (["changed"] if ours is not None else [])
     if not why:
         return False
-    meta = stamped["metadata"]
     if why[0] in ("created", "changed", "deleting"):
         log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
     else:
         log.info("Repairing drifted child", kind=stamped["kind"], child=meta["name"], fields=why[:10])
     body = with_create_only(stamped, cached, create_only) if create_only else stamped
-    applied = await writer.apply(res, body, field_manager=field_manager, force=True)
-    if isinstance(applied, Mapping):
-        tolerated.record(stamped, applied)
-    if applies is not None:
-        applies.record(res, stamped, drift.desired_hash(stamped),
-                       applied if isinstance(applied, Mapping) else None)
+
+    async def write() -> None:
+        applied = await writer.apply(res, body, field_manager=field_manager, force=True)
+        if isinstance(applied, Mapping):
+            tolerated.record(stamped, applied)
+        if applies is not None:
+            applies.record(res, stamped, drift.desired_hash(stamped),
+                           applied if isinstance(applied, Mapping) else None)
+
+    # A create (nothing cached, nothing of ours pending) may run beside the pass; updates stay inline.
+    if behind is not None and owner is not None and cached is None and ours is None:
+        if behind.start(key, drift.desired_hash(stamped), owner, write):
+            return True
+    await write()
+    if behind is not None:
+        behind.clear(key)
     return True
 
 

@@ -64,6 +64,7 @@ from ome.framework.own_applies import OwnApplies, SeenVersion
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
+from ome.framework.write_behind import WriteBehind
 from ome.resolution import (
     accelerators,
     component_podmonitor,
@@ -129,6 +130,8 @@ class Writer(converge.Writer, runtime_pinning.Creator, Protocol):
 
 
 _CONFIG_SNAPSHOT: ContextVar[InferenceServiceConfig | None] = ContextVar("isvc_config", default=None)
+_PASS_OWNER: ContextVar[Request | None] = ContextVar("isvc_pass_owner", default=None)
+"""The service this pass reconciles: requeued should a create it started beside it fail."""
 """The config of the reconcile running in this task: concurrent reconciles (one per worker task) each
 read their own, so a ConfigMap edit never splits one reconcile between two configs."""
 
@@ -174,7 +177,9 @@ class InferenceServiceReconciler:
         pod_monitor_served: bool = False,
         autoscaler_entries: scaler_entries.AutoscalerEntries | None = None,
         seen: SeenVersion | None = None,
+        write_behind: WriteBehind | None = None,
     ) -> None:
+        self._behind = write_behind
         # `seen` (SharedCache.seen_version): how far the children's informers have got, so that a pass
         # right after another does not apply again a child the cache does not show yet (own_applies.py).
         self._applies = OwnApplies(seen)
@@ -205,9 +210,11 @@ class InferenceServiceReconciler:
         # A ConfigMap edit applies from the next reconcile on; this one renders and reports with one.
         config = await self._config_source.current() if self._config_source is not None else None
         token = _CONFIG_SNAPSHOT.set(config or self._startup_config)
+        owner = _PASS_OWNER.set(req)
         try:
             return await self._reconcile(req)
         finally:
+            _PASS_OWNER.reset(owner)
             _CONFIG_SNAPSHOT.reset(token)
 
     async def _reconcile(self, req: Request) -> Result:
@@ -465,7 +472,7 @@ class InferenceServiceReconciler:
             # each), but the router's identity comes first: its pods cannot be created without it.
             identity = [obj for obj in desired if obj["kind"] in _IDENTITY_KINDS]
             for obj in identity:
-                await self._converge(obj, self._cached(obj))
+                await self._converge(obj, self._cached(obj), inline=True)
             # An OMENative replica is created with the count the autoscaler would set (no /scale after).
             initial = initial_replicas(isvc, plan, runtime_spec, self._config)
             counted = {"spec": {"replicas": initial}} if initial is not None else None
@@ -535,11 +542,13 @@ class InferenceServiceReconciler:
 
     async def _converge(
         self, desired: Obj, cached: Mapping[str, Any] | None, *,
-        create_only: Mapping[str, Mapping[str, Any]] | None = None,
+        create_only: Mapping[str, Mapping[str, Any]] | None = None, inline: bool = False,
     ) -> bool:
-        """converge.converge with this reconciler's own applies and the informers' progress."""
+        """converge.converge with this reconciler's own applies and the informers' progress; a create
+        runs beside the pass (framework/write_behind.py) unless `inline` or no write-behind is set."""
+        behind = None if inline else self._behind
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
-                                       applies=self._applies)
+                                       applies=self._applies, behind=behind, owner=_PASS_OWNER.get())
 
     @property
     def status_writes_held(self) -> int:

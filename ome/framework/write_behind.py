@@ -1,0 +1,114 @@
+"""Creates a reconcile starts and does not wait for.
+
+A new InferenceService's first pass creates its Services, Deployment, autoscaler and budget at once and,
+waiting for them, holds a worker for as long as the slowest answers: under load the apiserver's
+ClusterIP allocator takes ~330 ms per Service, so 4 workers keep 8-12 creates in flight where a plain
+client keeps 64, and the allocator serves more a second the more are waiting (bench_scale's audit log).
+A create handed here runs beside the pass that asked for it; the pass goes on, and the created object's
+watch event brings the owner's next pass, which finds it created (client-go's expectations, for writes).
+
+At most `limit` creates run at once; a pass that finds no room makes its create inline, as before, so
+nothing queues here without bound. Per object (resource, namespace, name):
+
+    idle      --start (room)--> in flight
+    in flight --answered------> idle      (the caller's write recorded it)
+    in flight --failed--------> failed    (logged; the owner is requeued with backoff)
+    failed    --the next write of the object is made inline; when it succeeds (clear)--> idle
+
+A failed create is retried inline so that its error reaches a pass and takes the controller's usual
+path (error log, backoff, metrics) instead of repeating here. A pass that wants a different object
+than the one in flight waits for that create first: two applies of one object must not race.
+The controller cancels what is in flight when it stops or loses its Lease (`cancel`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import structlog
+
+from ome.framework.reconcile import Request
+
+Key = tuple[str, str, str]
+"""(resource plural, namespace, name)."""
+
+DEFAULT_LIMIT: Final = 64
+"""Creates in flight at once: what the bench's plain client keeps, enough to keep the allocator busy."""
+
+FAILED_LIMIT: Final = 10000
+
+log = structlog.get_logger("ome.framework.write_behind")
+
+
+class WriteBehind:
+    """One controller's creates in flight; one event loop, no locking."""
+
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        if limit < 1:
+            raise ValueError("write-behind limit must be at least 1")
+        self._limit = limit
+        self._tasks: dict[Key, tuple[str, asyncio.Task[None]]] = {}
+        self._failed: set[Key] = set()
+        self._requeue: Callable[[Request], None] | None = None
+
+    def bind(self, requeue: Callable[[Request], None]) -> None:
+        """Where a failed create's owner goes back to (the controller's rate-limited add)."""
+        self._requeue = requeue
+
+    @property
+    def in_flight_count(self) -> int:
+        return len(self._tasks)
+
+    def in_flight(self, key: Key) -> str | None:
+        """The desired hash of the create in flight for `key`, if any."""
+        found = self._tasks.get(key)
+        return found[0] if found is not None else None
+
+    def failed(self, key: Key) -> bool:
+        """The last create of `key` started here failed: its next write is made inline."""
+        return key in self._failed
+
+    def clear(self, key: Key) -> None:
+        """An inline write of `key` succeeded."""
+        self._failed.discard(key)
+
+    def start(self, key: Key, digest: str, owner: Request, write: Callable[[], Awaitable[object]]) -> bool:
+        """Run `write` (a create of `key` at `digest`) beside the caller; False when there is no room or
+        the object is failed or in flight, and the caller writes inline."""
+        if len(self._tasks) >= self._limit or key in self._tasks or key in self._failed:
+            return False
+        task = asyncio.create_task(self._run(key, owner, write), name=f"write-behind-{key[0]}-{key[2]}")
+        self._tasks[key] = (digest, task)
+        return True
+
+    async def wait(self, key: Key) -> None:
+        """Until the create in flight for `key` is answered (its failure is this module's to report)."""
+        found = self._tasks.get(key)
+        if found is not None:
+            await asyncio.wait([found[1]])
+
+    def cancel(self) -> None:
+        """Stop every create in flight (the controller stopped or lost its Lease): the next leader's
+        passes find what was not created and create it."""
+        for _, task in self._tasks.values():
+            task.cancel()
+        self._tasks.clear()
+
+    async def _run(self, key: Key, owner: Request, write: Callable[[], Awaitable[object]]) -> None:
+        try:
+            await write()
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to a pass, whatever it is
+            if len(self._failed) >= FAILED_LIMIT:
+                self._failed.clear()  # owners deleted before their retry; a cleared key is tried here again
+            self._failed.add(key)
+            log.warning("Create failed; its owner is requeued to create it again", resource=key[0],
+                        namespace=key[1], name=key[2], owner=str(owner), error=str(exc),
+                        error_type=type(exc).__name__)
+            if self._requeue is not None:
+                self._requeue(owner)
+        finally:
+            found = self._tasks.get(key)
+            if found is not None and found[1] is asyncio.current_task():
+                del self._tasks[key]
