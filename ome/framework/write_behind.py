@@ -1,16 +1,21 @@
-"""Creates a reconcile starts and does not wait for.
+"""Service creates a reconcile starts and does not wait for.
 
 A new InferenceService's first pass creates its Services, Deployment, autoscaler and budget at once and,
-waiting for them, holds a worker for as long as the slowest answers: under load the apiserver's
-ClusterIP allocator takes ~330 ms per Service, so 4 workers keep 8-12 creates in flight where a plain
-client keeps 64, and the allocator serves more a second the more are waiting (bench_scale's audit log).
-A create handed here runs beside the pass that asked for it; the pass goes on, and the created object's
-watch event brings the owner's next pass, which finds it created (client-go's expectations, for writes).
+waiting for them, held a worker for as long as the slowest answered: under load the apiserver's ClusterIP
+allocator takes seconds per Service (2.4 s at p50 with 64 waiting, bench_scale's audit log) while a
+Deployment takes tens of milliseconds, so 4 workers kept 8-12 Service creates in flight and the
+Deployments, which the pods and so readiness wait for, queued behind them. A create handed here runs
+beside the pass that asked for it; the pass goes on, and the created object's watch event brings the
+owner's next pass, which finds it created (client-go's expectations, for writes).
 
-At most `limit` creates run at once; a pass that finds no room makes its create inline, as before, so
-nothing queues here without bound. Per object (resource, namespace, name):
+At most `limit` creates run at once. A pass that finds no room leaves its create to a later pass and
+goes on (`defer`): the owner waits here and is requeued when a create ends, so the slow creates queue
+here, bounded by the number of owners, not in front of the fast ones. Per object (resource, namespace,
+name):
 
     idle      --start (room)--> in flight
+    idle      --no room-------> idle, its owner waiting (requeued, first come first served, when a
+                                create in flight ends)
     in flight --answered------> idle      (the caller's write recorded it)
     in flight --failed--------> failed    (logged; the owner is requeued with backoff)
     failed    --the next write of the object is made inline; when it succeeds (clear)--> idle
@@ -51,11 +56,23 @@ class WriteBehind:
         self._limit = limit
         self._tasks: dict[Key, tuple[str, asyncio.Task[None]]] = {}
         self._failed: set[Key] = set()
+        self._waiting: dict[Request, None] = {}
+        """Owners whose create found no room, oldest first."""
         self._requeue: Callable[[Request], None] | None = None
+        self._wake: Callable[[Request], None] | None = None
 
-    def bind(self, requeue: Callable[[Request], None]) -> None:
-        """Where a failed create's owner goes back to (the controller's rate-limited add)."""
-        self._requeue = requeue
+    def bind(self, requeue: Callable[[Request], None], wake: Callable[[Request], None]) -> None:
+        """Where owners go back to: a failed create's with backoff (the controller's rate-limited add),
+        a waiting one's at once (its plain add)."""
+        self._requeue, self._wake = requeue, wake
+
+    @property
+    def waiting_count(self) -> int:
+        return len(self._waiting)
+
+    def defer(self, owner: Request) -> None:
+        """`owner`'s pass found no room for a create: requeue it when a create in flight ends."""
+        self._waiting[owner] = None
 
     @property
     def in_flight_count(self) -> int:
@@ -95,6 +112,7 @@ class WriteBehind:
         for _, task in self._tasks.values():
             task.cancel()
         self._tasks.clear()
+        self._waiting.clear()
 
     async def _run(self, key: Key, owner: Request, write: Callable[[], Awaitable[object]]) -> None:
         try:
@@ -112,3 +130,14 @@ class WriteBehind:
             found = self._tasks.get(key)
             if found is not None and found[1] is asyncio.current_task():
                 del self._tasks[key]
+                self._wake_one()
+
+    def _wake_one(self) -> None:
+        """A slot is free: the owner that waited longest gets its next pass (which may find the slot
+        taken again, and waits again)."""
+        if not self._waiting:
+            return
+        owner = next(iter(self._waiting))
+        del self._waiting[owner]
+        if self._wake is not None:
+            self._wake(owner)

@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final
 
 import structlog
@@ -43,6 +44,7 @@ from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectations
 from ome.framework.reconcile import Request, Result
+from ome.framework.write_behind import WriteBehind
 from ome.framework.written import CACHE_LAG_REQUEUE, WrittenVersions
 from ome.omenative import instance_names as names
 from ome.omenative import (
@@ -89,8 +91,10 @@ class InferenceReplicaReconciler:
         now: Callable[[], datetime] | None = None,
         expectations_timeout: float = EXPECTATIONS_TIMEOUT,
         wait_log: waits.WaitLog | None = None,
+        write_behind: WriteBehind | None = None,
     ) -> None:
         self._client = client
+        self._behind = write_behind
         self._written: WrittenVersions = getattr(client, "written", None) or WrittenVersions()
         self._written.track(INFERENCE_REPLICAS)
         self._cache = cache
@@ -604,16 +608,38 @@ class InferenceReplicaReconciler:
             desired += services.revision_services(replica, digest, known[digest])
         existing = {s["metadata"]["name"]: s for s in self._owned(SERVICES, replica)}
         writes: list[Coroutine[Any, Any, None]] = []
+        ns = replica["metadata"]["namespace"]
         for body in map(drift.stamp, desired):
             current = existing.pop(body["metadata"]["name"], None)
             if current is None:
-                writes.append(self._create(SERVICES, body))
+                if not self._create_behind(Request(ns, replica["metadata"]["name"]), body):
+                    writes.append(self._create_service(body))
             elif drift.reasons(body, current):
                 writes.append(self._apply_service(body))
         for name, stale in existing.items():
             if (stale["metadata"].get("labels") or {}).get(services.REVISION_SERVICE_LABEL):
                 writes.append(self._delete(SERVICES, name, replica["metadata"]["namespace"]))
         await _all(*writes)  # each Service on its own: one round trip for all of them
+
+    def _create_behind(self, owner: Request, body: Obj) -> bool:
+        """Whether the Service's create is on its way beside this pass (framework/write_behind.py): a
+        ClusterIP create waits for the apiserver's allocator, and the pass need not."""
+        if self._behind is None:
+            return False
+        key = (SERVICES.name, body["metadata"]["namespace"], body["metadata"]["name"])
+        if self._behind.in_flight(key) is not None:
+            return True  # its name carries its revision: the content in flight is the content wanted
+        if self._behind.failed(key):
+            return False  # inline: its error reaches this pass
+        write = partial(self._create, SERVICES, body)
+        if not self._behind.start(key, drift.desired_hash(body), owner, write):
+            self._behind.defer(owner)  # no room: a later pass creates it
+        return True
+
+    async def _create_service(self, body: Obj) -> None:
+        await self._create(SERVICES, body)
+        if self._behind is not None:
+            self._behind.clear((SERVICES.name, body["metadata"]["namespace"], body["metadata"]["name"]))
 
     async def _apply_service(self, body: Obj) -> None:
         await self._client.apply(SERVICES, body, field_manager=self._settings.serving_gate_controller)

@@ -11,6 +11,7 @@ from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.handlers import EventType, Obj
 from ome.framework.manager import Manager
+from ome.framework.write_behind import WriteBehind
 from ome.omenative import instance_names as names
 from ome.omenative import podmonitor
 from ome.omenative.settings import InferenceReplicaSettings
@@ -26,7 +27,9 @@ def add_to_manager(manager: Manager, settings: InferenceReplicaSettings) -> Cont
     svcs = cache.informer_for(SERVICES, label_selector=CHILD_SELECTOR)
     revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
     recorder = manager.event_recorder(settings.serving_gate_controller)
-    reconciler = InferenceReplicaReconciler(manager.client, cache, settings, recorder=recorder)
+    behind = WriteBehind()  # Service creates run beside the pass (write_behind.py)
+    reconciler = InferenceReplicaReconciler(manager.client, cache, settings, recorder=recorder,
+                                            write_behind=behind)
     pods.add_handler(expectation_observer(reconciler))
     controller = (
         Controller(
@@ -45,6 +48,8 @@ def add_to_manager(manager: Manager, settings: InferenceReplicaSettings) -> Cont
         # Only when the CRD was served at start: an informer on an unserved type never syncs.
         monitors = cache.informer_for(podmonitor.POD_MONITORS, label_selector=CHILD_SELECTOR)
         controller.owns(monitors, OME_GROUP, "InferenceReplica")
+    behind.bind(controller.queue.add_rate_limited, controller.queue.add)
+    controller.on_stop(behind.cancel)
     manager.add_controller(controller)
     return controller
 

@@ -97,7 +97,7 @@ def add_to_manager(
     controller of this manager publishes to (none: no autoscaler runs, and no entry is reported)."""
     cache = manager.cache
     entries = autoscaler_entries if autoscaler_entries is not None else AutoscalerEntries()
-    behind = WriteBehind()  # a first pass's creates run beside it (write_behind.py)
+    behind = WriteBehind()  # a pass's Service creates run beside it (write_behind.py)
     reconciler = InferenceServiceReconciler(
         reader=cache,
         writer=manager.client,
@@ -113,7 +113,7 @@ def add_to_manager(
         write_behind=behind,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
-    behind.bind(controller.queue.add_rate_limited)
+    behind.bind(controller.queue.add_rate_limited, controller.queue.add)
     controller.on_stop(behind.cancel)
     entries.subscribe(controller.queue.add)
     spec_or_meta = predicates.or_(

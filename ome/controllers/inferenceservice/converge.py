@@ -144,10 +144,6 @@ async def converge(
     why = reasons(stamped, cached, tolerated) or (["changed"] if ours is not None else [])
     if not why:
         return False
-    if why[0] in ("created", "changed", "deleting"):
-        log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
-    else:
-        log.info("Repairing drifted child", kind=stamped["kind"], child=meta["name"], fields=why[:10])
     body = with_create_only(stamped, cached, create_only) if create_only else stamped
 
     async def write() -> None:
@@ -158,10 +154,19 @@ async def converge(
             applies.record(res, stamped, drift.desired_hash(stamped),
                            applied if isinstance(applied, Mapping) else None)
 
-    # A create (nothing cached, nothing of ours pending) may run beside the pass; updates stay inline.
-    if behind is not None and owner is not None and cached is None and ours is None:
-        if behind.start(key, drift.desired_hash(stamped), owner, write):
+    # A create (nothing cached, nothing of ours pending) runs beside the pass, or a later pass makes it
+    # when there is no room; updates and a create that failed there stay inline.
+    created = cached is None and ours is None
+    if behind is not None and owner is not None and created and not behind.failed(key):
+        if not behind.start(key, drift.desired_hash(stamped), owner, write):
+            behind.defer(owner)
             return True
+        log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=True)
+        return True
+    if why[0] in ("created", "changed", "deleting"):
+        log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
+    else:
+        log.info("Repairing drifted child", kind=stamped["kind"], child=meta["name"], fields=why[:10])
     await write()
     if behind is not None:
         behind.clear(key)

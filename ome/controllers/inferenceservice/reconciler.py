@@ -478,7 +478,8 @@ class InferenceServiceReconciler:
             counted = {"spec": {"replicas": initial}} if initial is not None else None
             await asyncio.gather(*(
                 self._converge(obj, self._cached(obj),
-                               create_only=counted if obj["kind"] == "InferenceReplica" else None)
+                               create_only=counted if obj["kind"] == "InferenceReplica" else None,
+                               inline=obj["kind"] != "Service")
                 for obj in desired if obj["kind"] not in _IDENTITY_KINDS))
             done.append(plan)
         return done, None
@@ -545,7 +546,8 @@ class InferenceServiceReconciler:
         create_only: Mapping[str, Mapping[str, Any]] | None = None, inline: bool = False,
     ) -> bool:
         """converge.converge with this reconciler's own applies and the informers' progress; a create
-        runs beside the pass (framework/write_behind.py) unless `inline` or no write-behind is set."""
+        runs beside the pass (framework/write_behind.py) unless `inline` or no write-behind is set: the
+        Services' (the allocator's pace), while the objects the pods wait for are created at once."""
         behind = None if inline else self._behind
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
                                        applies=self._applies, behind=behind, owner=_PASS_OWNER.get())

@@ -45,20 +45,27 @@ async def test_a_create_runs_beside_the_caller_and_is_in_flight_until_answered()
     assert gate.done and behind.in_flight(SVC) is None and behind.in_flight_count == 0
 
 
-async def test_no_room_means_the_caller_writes_inline() -> None:
-    behind = WriteBehind(limit=1)
-    first = Gate()
+async def test_an_owner_that_found_no_room_is_woken_when_a_create_ends() -> None:
+    behind, woken, requeued = WriteBehind(limit=1), [], []
+    behind.bind(requeued.append, woken.append)
+    first, later = Gate(), Request("demo", "later")
     assert behind.start(SVC, "h1", OWNER, first)
-    assert not behind.start(DEP, "h2", OWNER, Gate())
+    assert not behind.start(DEP, "h2", later, Gate())  # no room
+    behind.defer(later)
+    behind.defer(OWNER)
+    assert behind.waiting_count == 2 and woken == []
     first.opened.set()
     await behind.wait(SVC)
-    assert behind.start(DEP, "h2", OWNER, Gate())
+    assert woken == [later] and behind.waiting_count == 1  # the longest waiting, one per freed slot
+    assert requeued == []  # a wake is no failure: no backoff
+    assert behind.start(DEP, "h2", later, Gate())
     behind.cancel()
+    assert behind.waiting_count == 0
 
 
 async def test_a_failed_create_requeues_its_owner_and_is_next_written_inline() -> None:
     behind, requeued = WriteBehind(), []
-    behind.bind(requeued.append)
+    behind.bind(requeued.append, lambda owner: None)
     gate = Gate(error=RuntimeError("admission webhook denied the request"))
     assert behind.start(DEP, "h1", OWNER, gate)
     gate.opened.set()

@@ -11,6 +11,7 @@ from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconcil
 from ome.controllers.inferencereplica.setup import expectation_observer
 from ome.framework.expectations import ControllerExpectations
 from ome.framework.reconcile import Request, Result
+from ome.framework.write_behind import WriteBehind
 from ome.omenative import instance_names as names
 from ome.omenative.pods_view import format_time
 from ome.omenative.settings import InferenceReplicaSettings
@@ -33,7 +34,7 @@ class StepClock:
 
 
 class World:
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, *, write_behind: WriteBehind | None = None, **settings: Any) -> None:
         self.api = FakeApi()
         self.client = FakeClient(self.api)
         self.recorder = FakeRecorder()
@@ -47,6 +48,7 @@ class World:
             expectations=self.expectations,
             recorder=self.recorder,  # type: ignore[arg-type]
             now=lambda: self.now,
+            write_behind=write_behind,
         )
         # The pod informer's handler, as setup.py wires it: our writes' events lower the expectations.
         self.api.listeners.append(expectation_observer(self.reconciler))

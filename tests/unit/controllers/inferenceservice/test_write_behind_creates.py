@@ -19,13 +19,16 @@ from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
 REQ = Request("demo", "llama")
+ENGINE_SERVICE = ("services", "demo", "llama-engine")
 
 
 class Writer:
-    """The world's writer, with the creates of `held` kinds answered when `gate` opens and `fail`
-    raising once for its kind."""
+    """The world's writer, with the applies of `held` kinds answered when `gate` opens and `fail`
+    raising once for its (kind, name)."""
 
-    def __init__(self, world: FakeWorld, held: set[str], fail: dict[str, Exception] | None = None) -> None:
+    def __init__(
+        self, world: FakeWorld, held: set[str], fail: dict[tuple[str, str], Exception] | None = None
+    ) -> None:
         self.world, self.held, self.fail = world, held, dict(fail or {})
         self.gate = asyncio.Event()
         self.asked: list[tuple[str, str]] = []
@@ -35,7 +38,7 @@ class Writer:
             self.asked.append((res.kind, obj["metadata"]["name"]))
         if res.kind in self.held:
             await self.gate.wait()
-        if (error := self.fail.pop(res.kind, None)) is not None:
+        if (error := self.fail.pop((res.kind, obj["metadata"]["name"]), None)) is not None:
             raise error
         return await self.world.apply(res, obj, **kwargs)
 
@@ -77,19 +80,40 @@ async def test_the_pass_returns_before_its_service_creates_are_answered() -> Non
 async def test_a_failed_create_is_made_inline_by_the_next_pass_and_its_error_raised() -> None:
     world = FakeWorld()
     world.put(r.INFERENCE_SERVICES, builders.isvc())
-    denied = errors.ApiError(422, "Invalid", "Deployment.apps \"llama-engine\" is invalid")
-    writer = Writer(world, held=set(), fail={"Deployment": denied})
+    denied = errors.Forbidden(403, "Forbidden", 'admission webhook "svc.example.com" denied the request')
+    writer = Writer(world, held=set(), fail={("Service", "llama-engine"): denied})
     behind, requeued = WriteBehind(), []
-    behind.bind(requeued.append)
+    behind.bind(requeued.append, lambda owner: None)
     reconciler = make_reconciler(world, FakeRecorder(), writer=writer, write_behind=behind)
     await reconciler.reconcile(REQ)
-    await behind.wait(("deployments", "demo", "llama-engine"))
+    await behind.wait(ENGINE_SERVICE)
     assert requeued == [REQ]
-    assert world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") is None
+    assert world.get_or_none(r.SERVICES, "llama-engine", "demo") is None
 
-    writer.fail["Deployment"] = denied  # still invalid: the pass now says so itself
-    with pytest.raises(errors.ApiError, match="is invalid"):
+    writer.fail["Service", "llama-engine"] = denied  # still refused: the pass now says so itself
+    with pytest.raises(errors.Forbidden, match="denied the request"):
         await reconciler.reconcile(REQ)
-    await reconciler.reconcile(REQ)  # fixed: created inline, and background creates allowed again
-    assert world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") is not None
-    assert not behind.failed(("deployments", "demo", "llama-engine"))
+    await reconciler.reconcile(REQ)  # allowed: created inline, and beside a pass again from now on
+    assert world.get_or_none(r.SERVICES, "llama-engine", "demo") is not None
+    assert not behind.failed(ENGINE_SERVICE)
+
+
+async def test_a_service_create_with_no_room_waits_for_a_later_pass_and_the_deployment_does_not() -> None:
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    writer, behind, woken = Writer(world, held={"Service"}), WriteBehind(limit=1), []
+    behind.bind(lambda owner: None, woken.append)
+    reconciler = make_reconciler(world, FakeRecorder(), writer=writer, write_behind=behind)
+    await reconciler.reconcile(REQ)
+    assert behind.in_flight_count == 1 and behind.waiting_count == 1  # one Service started, one left
+    assert sorted(name for kind, name in writer.asked if kind == "Service") in (["llama"], ["llama-engine"])
+    assert world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") is not None  # inline, at once
+    started = next(name for kind, name in writer.asked if kind == "Service")
+
+    writer.gate.set()
+    await behind.wait(("services", "demo", started))
+    assert woken == [REQ]
+    await reconciler.reconcile(REQ)  # the woken pass starts the other one
+    left = ({"llama", "llama-engine"} - {started}).pop()
+    await behind.wait(("services", "demo", left))
+    assert world.get_or_none(r.SERVICES, left, "demo") is not None
