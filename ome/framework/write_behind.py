@@ -16,6 +16,7 @@ name):
     idle      --start (room)--> in flight
     idle      --no room-------> idle, its owner waiting (requeued, first come first served, when a
                                 create in flight ends)
+    (an owner a pass found with creates pending is requeued when its last one ends)
     in flight --answered------> idle      (the caller's write recorded it)
     in flight --failed--------> failed    (logged; the owner is requeued with backoff)
     failed    --the next write of the object is made inline; when it succeeds (clear)--> idle
@@ -54,10 +55,12 @@ class WriteBehind:
         if limit < 1:
             raise ValueError("write-behind limit must be at least 1")
         self._limit = limit
-        self._tasks: dict[Key, tuple[str, asyncio.Task[None]]] = {}
+        self._tasks: dict[Key, tuple[str, asyncio.Task[None], Request]] = {}
         self._failed: set[Key] = set()
         self._waiting: dict[Request, None] = {}
         """Owners whose create found no room, oldest first."""
+        self._asked: set[Request] = set()
+        """Owners a pass found with creates pending (`pending_for`): woken when their last one ends."""
         self._requeue: Callable[[Request], None] | None = None
         self._wake: Callable[[Request], None] | None = None
 
@@ -69,6 +72,18 @@ class WriteBehind:
     @property
     def waiting_count(self) -> int:
         return len(self._waiting)
+
+    def pending_for(self, owner: Request) -> bool:
+        """Whether a create of `owner` is in flight or waits for room (its objects are not all there:
+        the InferenceService controller reports no Ready before they are). When it is, the owner is
+        woken once its last create ends: the created object's event may have come before the answer."""
+        if owner in self._waiting or self._in_flight_for(owner):
+            self._asked.add(owner)
+            return True
+        return False
+
+    def _in_flight_for(self, owner: Request) -> bool:
+        return any(found[2] == owner for found in self._tasks.values())
 
     def defer(self, owner: Request) -> None:
         """`owner`'s pass found no room for a create: requeue it when a create in flight ends."""
@@ -97,7 +112,7 @@ class WriteBehind:
         if len(self._tasks) >= self._limit or key in self._tasks or key in self._failed:
             return False
         task = asyncio.create_task(self._run(key, owner, write), name=f"write-behind-{key[0]}-{key[2]}")
-        self._tasks[key] = (digest, task)
+        self._tasks[key] = (digest, task, owner)
         return True
 
     async def wait(self, key: Key) -> None:
@@ -109,10 +124,11 @@ class WriteBehind:
     def cancel(self) -> None:
         """Stop every create in flight (the controller stopped or lost its Lease): the next leader's
         passes find what was not created and create it."""
-        for _, task in self._tasks.values():
+        for _, task, _ in self._tasks.values():
             task.cancel()
         self._tasks.clear()
         self._waiting.clear()
+        self._asked.clear()
 
     async def _run(self, key: Key, owner: Request, write: Callable[[], Awaitable[object]]) -> None:
         try:
@@ -130,6 +146,10 @@ class WriteBehind:
             found = self._tasks.get(key)
             if found is not None and found[1] is asyncio.current_task():
                 del self._tasks[key]
+                if owner in self._asked and owner not in self._waiting and not self._in_flight_for(owner):
+                    self._asked.discard(owner)
+                    if self._wake is not None:
+                        self._wake(owner)
                 self._wake_one()
 
     def _wake_one(self) -> None:

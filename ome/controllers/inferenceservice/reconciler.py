@@ -346,6 +346,8 @@ class InferenceServiceReconciler:
             ),
         )
         computed = status.compute(isvc, observed, self._config, format_time(now))
+        if failure is None and self._services_on_their_way(isvc) and status.is_ready(computed):
+            return None  # not Ready before its Services exist: their events (or the wake) bring a pass
         held = None if failure is not None else status.first_write_deferral(isvc, observed, computed, now)
         if held is not None and scaler_entries.reports_problem(self._published(isvc)):
             held = None  # an autoscaler that cannot be resolved is reported at once
@@ -551,6 +553,11 @@ class InferenceServiceReconciler:
         behind = None if inline else self._behind
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
                                        applies=self._applies, behind=behind, owner=_PASS_OWNER.get())
+
+    def _services_on_their_way(self, isvc: Obj) -> bool:
+        """Whether a Service create of this service runs beside the pass or waits for room."""
+        meta = isvc["metadata"]
+        return self._behind is not None and self._behind.pending_for(Request(meta["namespace"], meta["name"]))
 
     @property
     def status_writes_held(self) -> int:

@@ -434,6 +434,10 @@ def _created(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("creationTimestamp") or "")
 
 
+def is_ready(status: Mapping[str, Any]) -> bool:
+    return (_find(status, READY) or {}).get("status") == "True"
+
+
 def _find(status: Mapping[str, Any], type_: str) -> Obj | None:
     for cond in status.get("conditions") or []:
         if cond.get("type") == type_:

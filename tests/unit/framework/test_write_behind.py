@@ -92,3 +92,32 @@ async def test_cancel_stops_what_is_in_flight() -> None:
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         WriteBehind(limit=0)
+
+
+async def test_an_owner_found_with_creates_pending_is_woken_when_its_last_one_ends() -> None:
+    """The created object's watch event can bring a pass before the create's answer: that pass finds
+    the create still pending and writes no Ready, so the end of the last create must bring another."""
+    behind, woken = WriteBehind(), []
+    behind.bind(lambda owner: None, woken.append)
+    svc, external = Gate(), Gate()
+    behind.start(SVC, "h1", OWNER, svc)
+    behind.start(("services", "demo", "llama"), "h2", OWNER, external)
+    other = Request("demo", "other")
+    assert behind.pending_for(OWNER) and not behind.pending_for(other)
+    svc.opened.set()
+    await behind.wait(SVC)
+    assert woken == []  # one still in flight
+    external.opened.set()
+    await behind.wait(("services", "demo", "llama"))
+    assert woken == [OWNER]
+    assert not behind.pending_for(OWNER)
+
+
+async def test_an_owner_nobody_asked_about_is_not_woken() -> None:
+    behind, woken = WriteBehind(), []
+    behind.bind(lambda owner: None, woken.append)
+    gate = Gate()
+    behind.start(SVC, "h1", OWNER, gate)
+    gate.opened.set()
+    await behind.wait(SVC)
+    assert woken == []  # its event brings the pass; no second one

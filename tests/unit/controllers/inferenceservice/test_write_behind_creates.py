@@ -117,3 +117,25 @@ async def test_a_service_create_with_no_room_waits_for_a_later_pass_and_the_depl
     left = ({"llama", "llama-engine"} - {started}).pop()
     await behind.wait(("services", "demo", left))
     assert world.get_or_none(r.SERVICES, left, "demo") is not None
+
+
+async def test_no_ready_is_written_while_its_services_are_on_their_way() -> None:
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc())
+    writer, behind = Writer(world, held={"Service"}), WriteBehind()
+    behind.bind(lambda owner: None, lambda owner: None)
+    reconciler = make_reconciler(world, FakeRecorder(), writer=writer, write_behind=behind)
+    await reconciler.reconcile(REQ)
+    dep = world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo")
+    assert dep is not None
+    dep["status"] = {"replicas": 1, "availableReplicas": 1, "conditions": [{"type": "Available", "status": "True"}]}
+    world.writes.clear()
+    await reconciler.reconcile(REQ)  # the Deployment is available, its Services are not there yet
+    assert ("apply/status", "InferenceService", "llama") not in world.writes
+    writer.gate.set()
+    for name in ("llama", "llama-engine"):
+        await behind.wait(("services", "demo", name))
+    await reconciler.reconcile(REQ)
+    svc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert svc is not None
+    assert any(c["type"] == "Ready" and c["status"] == "True" for c in svc["status"]["conditions"])
