@@ -551,6 +551,9 @@ class InferenceServiceReconciler:
         runs beside the pass (framework/write_behind.py) unless `inline` or no write-behind is set: the
         Services' (the allocator's pace), while the objects the pods wait for are created at once."""
         behind = None if inline else self._behind
+        if cached is None and behind is not None:
+            # Read as the write is decided: a create of it that ended while this pass ran must be seen.
+            cached = self._cached(desired)
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
                                        applies=self._applies, behind=behind, owner=_PASS_OWNER.get())
 
