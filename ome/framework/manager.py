@@ -46,6 +46,7 @@ from ome.framework.leaderelection import Clock, LeaderElectionConfig, LeaderElec
 from ome.framework.lease_watch import lease_watch
 from ome.framework.probes_server import HealthProbeServer, MetricsServer, RequestFilter
 from ome.framework.webhook_server import WebhookServer
+from ome.framework.write_behind import Slots, WriteBehind
 
 log = structlog.get_logger("manager")
 
@@ -111,6 +112,7 @@ class Manager:
         self.elector: LeaderElector | None = None
         self._started_at = time.monotonic()
         self._event_budget = EventBudget()
+        self._write_slots = Slots()
         self._event_filter: EventSpamFilter | None = None  # made with the first recorder
 
     # ---- events --------------------------------------------------------------------------------
@@ -131,6 +133,11 @@ class Manager:
         if self._event_filter is None:
             self._event_filter = EventSpamFilter(self._event_budget)
         return EventRecorder(self.client, component, spam_filter=self._event_filter)
+
+    def write_behind(self) -> WriteBehind:
+        """A controller's write-behind (framework/write_behind.py); all of this manager's share one limit
+        of creates in flight, as they share the client's connections."""
+        return WriteBehind(slots=self._write_slots)
 
     # ---- registration --------------------------------------------------------------------------
     def add_controller(self, controller: Controller) -> None:

@@ -8,7 +8,8 @@ Deployments, which the pods and so readiness wait for, queued behind them. A cre
 beside the pass that asked for it; the pass goes on, and the created object's watch event brings the
 owner's next pass, which finds it created (client-go's expectations, for writes).
 
-At most `limit` creates run at once. A pass that finds no room leaves its create to a later pass and
+At most `limit` creates run at once across the manager (`Slots`, shared by its controllers' write-behinds:
+`Manager.write_behind`). A pass that finds no room leaves its create to a later pass and
 goes on (`defer`): the owner waits here and is requeued when a create ends, so the slow creates queue
 here, bounded by the number of owners, not in front of the fast ones. Per object (resource, namespace,
 name):
@@ -41,20 +42,53 @@ Key = tuple[str, str, str]
 """(resource plural, namespace, name)."""
 
 DEFAULT_LIMIT: Final = 64
-"""Creates in flight at once: what the bench's plain client keeps, enough to keep the allocator busy."""
+"""Creates in flight at once across the manager: what the bench's plain client keeps, enough to keep the
+allocator busy, and below the client's 100 connections, so that the writes a pass waits for always find
+one (128 left the Deployments waiting for connections behind the Services)."""
 
 FAILED_LIMIT: Final = 10000
 
 log = structlog.get_logger("ome.framework.write_behind")
 
 
-class WriteBehind:
-    """One controller's creates in flight; one event loop, no locking."""
+class Slots:
+    """The creates in flight across one manager's write-behinds (they share its client's connections);
+    a freed slot wakes a waiting owner of any of them, round robin."""
 
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         if limit < 1:
             raise ValueError("write-behind limit must be at least 1")
-        self._limit = limit
+        self.limit = limit
+        self.used = 0
+        self._members: list[WriteBehind] = []
+        self._next = 0
+
+    def join(self, member: WriteBehind) -> None:
+        self._members.append(member)
+
+    def take(self) -> bool:
+        if self.used >= self.limit:
+            return False
+        self.used += 1
+        return True
+
+    def give(self, count: int = 1, *, wake: bool = True) -> None:
+        self.used = max(0, self.used - count)
+        if not wake:
+            return
+        for step in range(len(self._members)):
+            member = self._members[(self._next + step) % len(self._members)]
+            if member.wake_one():
+                self._next = (self._next + step + 1) % len(self._members)
+                return
+
+
+class WriteBehind:
+    """One controller's creates in flight; one event loop, no locking."""
+
+    def __init__(self, limit: int = DEFAULT_LIMIT, *, slots: Slots | None = None) -> None:
+        self._slots = slots if slots is not None else Slots(limit)
+        self._slots.join(self)
         self._tasks: dict[Key, tuple[str, asyncio.Task[None], Request]] = {}
         self._failed: set[Key] = set()
         self._waiting: dict[Request, None] = {}
@@ -109,7 +143,7 @@ class WriteBehind:
     def start(self, key: Key, digest: str, owner: Request, write: Callable[[], Awaitable[object]]) -> bool:
         """Run `write` (a create of `key` at `digest`) beside the caller; False when there is no room or
         the object is failed or in flight, and the caller writes inline."""
-        if len(self._tasks) >= self._limit or key in self._tasks or key in self._failed:
+        if key in self._tasks or key in self._failed or not self._slots.take():
             return False
         task = asyncio.create_task(self._run(key, owner, write), name=f"write-behind-{key[0]}-{key[2]}")
         self._tasks[key] = (digest, task, owner)
@@ -126,6 +160,7 @@ class WriteBehind:
         passes find what was not created and create it."""
         for _, task, _ in self._tasks.values():
             task.cancel()
+        self._slots.give(len(self._tasks), wake=False)
         self._tasks.clear()
         self._waiting.clear()
         self._asked.clear()
@@ -150,14 +185,15 @@ class WriteBehind:
                     self._asked.discard(owner)
                     if self._wake is not None:
                         self._wake(owner)
-                self._wake_one()
+                self._slots.give()
 
-    def _wake_one(self) -> None:
+    def wake_one(self) -> bool:
         """A slot is free: the owner that waited longest gets its next pass (which may find the slot
-        taken again, and waits again)."""
+        taken again, and waits again). False when none waits here."""
         if not self._waiting:
-            return
+            return False
         owner = next(iter(self._waiting))
         del self._waiting[owner]
         if self._wake is not None:
             self._wake(owner)
+        return True

@@ -11,7 +11,6 @@ from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.handlers import EventType, Obj
 from ome.framework.manager import Manager
-from ome.framework.write_behind import WriteBehind
 from ome.omenative import instance_names as names
 from ome.omenative import podmonitor
 from ome.omenative.settings import InferenceReplicaSettings
@@ -27,7 +26,7 @@ def add_to_manager(manager: Manager, settings: InferenceReplicaSettings) -> Cont
     svcs = cache.informer_for(SERVICES, label_selector=CHILD_SELECTOR)
     revs = cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
     recorder = manager.event_recorder(settings.serving_gate_controller)
-    behind = WriteBehind()  # Service creates run beside the pass (write_behind.py)
+    behind = manager.write_behind()  # Service creates run beside the pass (write_behind.py)
     reconciler = InferenceReplicaReconciler(manager.client, cache, settings, recorder=recorder,
                                             write_behind=behind)
     pods.add_handler(expectation_observer(reconciler))

@@ -48,7 +48,6 @@ from ome.framework.controller import Controller
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
 from ome.framework.reconcile import Request
-from ome.framework.write_behind import WriteBehind
 from ome.resolution import accelerators, fine_tuned, naming, replica_refs
 
 NAME: Final = "inferenceservice"
@@ -97,7 +96,7 @@ def add_to_manager(
     controller of this manager publishes to (none: no autoscaler runs, and no entry is reported)."""
     cache = manager.cache
     entries = autoscaler_entries if autoscaler_entries is not None else AutoscalerEntries()
-    behind = WriteBehind()  # a pass's Service creates run beside it (write_behind.py)
+    behind = manager.write_behind()  # a pass's Service creates run beside it (write_behind.py)
     reconciler = InferenceServiceReconciler(
         reader=cache,
         writer=manager.client,

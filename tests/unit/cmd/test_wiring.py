@@ -86,3 +86,14 @@ async def test_every_recorder_the_controllers_make_has_the_configured_budget(
     assert len(made) >= 8  # the InferenceService, autoscaler, replica, rollout, ... controllers
     assert all(r.budget == EventBudget(400, 5.0) for r in made)
     assert len({id(r._spam) for r in made}) == 1  # noqa: SLF001 - all made by manager.event_recorder
+
+
+async def test_the_service_and_replica_controllers_share_one_write_behind_limit(manager: Manager) -> None:
+    """Their Service creates run beside their passes on the manager's one client: one limit for both,
+    and each controller's stop cancels what it left in flight."""
+    wiring.add_controllers(manager, wiring.Settings(cfg.parse({}), lws_served=False, config_namespace="ome"))
+    by_name = {c.name: c for c in manager._controllers}  # noqa: SLF001
+    behinds = [by_name[name]._reconciler._behind for name in ("inferenceservice", "inferencereplica")]  # noqa: SLF001
+    assert all(b is not None for b in behinds)
+    assert behinds[0]._slots is behinds[1]._slots  # noqa: SLF001
+    assert all(len(by_name[name]._stop_hooks) == 1 for name in ("inferenceservice", "inferencereplica"))  # noqa: SLF001

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import random
 import uuid
@@ -570,3 +571,21 @@ async def test_a_failed_pass_frees_what_its_frames_held_without_the_collector(
         assert held[0]() is None, "the failed pass's objects outlived its handling"
     finally:
         gc.enable()
+
+
+async def test_stop_hooks_run_once_the_workers_are_stopped_or_aborted(make: Callable[..., Controller]) -> None:
+    """What a reconciler left running beside its passes (write-behind creates) must not outlive them."""
+    async def quick(req: Request, call: int) -> Result:
+        return Result()
+
+    for how in ("stop", "abort"):
+        ran: list[str] = []
+        ctrl = make(Recorder(quick)).for_(FakeInformer())
+        ctrl.on_stop(functools.partial(ran.append, how))
+        await ctrl.start()
+        assert ran == []
+        if how == "stop":
+            await ctrl.stop(grace_period=1)
+        else:
+            ctrl.abort()
+        assert ran == [how]

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from ome.framework.reconcile import Request
-from ome.framework.write_behind import WriteBehind
+from ome.framework.write_behind import Slots, WriteBehind
 
 OWNER = Request("demo", "llama")
 SVC = ("services", "demo", "llama-engine")
@@ -121,3 +121,31 @@ async def test_an_owner_nobody_asked_about_is_not_woken() -> None:
     gate.opened.set()
     await behind.wait(SVC)
     assert woken == []  # its event brings the pass; no second one
+
+
+async def test_write_behinds_of_one_manager_share_their_slots_and_wake_each_others_waiters() -> None:
+    """The InferenceService and InferenceReplica controllers' creates share the client's connections:
+    one limit for both, and a slot one frees goes to an owner the other keeps waiting."""
+    slots = Slots(limit=1)
+    services, replicas = WriteBehind(slots=slots), WriteBehind(slots=slots)
+    woken: list[Request] = []
+    services.bind(lambda owner: None, lambda owner: None)
+    replicas.bind(lambda owner: None, woken.append)
+    gate, replica = Gate(), Request("demo", "llama-engine")
+    assert services.start(SVC, "h1", OWNER, gate)
+    assert not replicas.start(("services", "demo", "llama-engine-abc"), "h2", replica, Gate())
+    replicas.defer(replica)
+    gate.opened.set()
+    await services.wait(SVC)
+    assert woken == [replica] and slots.used == 0
+
+
+async def test_a_cancel_gives_its_slots_back() -> None:
+    slots = Slots(limit=1)
+    behind = WriteBehind(slots=slots)
+    behind.start(SVC, "h1", OWNER, Gate())
+    assert slots.used == 1
+    behind.cancel()
+    await settle()
+    assert slots.used == 0 and behind.start(DEP, "h2", OWNER, Gate())
+    behind.cancel()
