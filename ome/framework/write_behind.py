@@ -1,31 +1,31 @@
-"""Service creates a reconcile starts and does not wait for.
+"""Creates a reconcile starts and does not wait for.
 
-A new InferenceService's first pass creates its Services, Deployment, autoscaler and budget at once and,
-waiting for them, held a worker for as long as the slowest answered: under load the apiserver's ClusterIP
-allocator takes seconds per Service (2.4 s at p50 with 64 waiting, bench_scale's audit log) while a
-Deployment takes tens of milliseconds, so 4 workers kept 8-12 Service creates in flight and the
-Deployments, which the pods and so readiness wait for, queued behind them. A create handed here runs
-beside the pass that asked for it; the pass goes on, and the created object's watch event brings the
-owner's next pass, which finds it created (client-go's expectations, for writes).
+A new InferenceService's first pass creates its Services and Deployment (an OMENative replica's pass its
+Services) and, waiting for them, held a worker for as long as the slowest answered: under load the
+apiserver's ClusterIP allocator takes seconds per Service while a Deployment takes tens of milliseconds,
+so 4 workers kept 8-12 creates in flight where a plain client keeps 64, and the allocator serves more a
+second the more are waiting (bench_scale's audit log). A create handed here runs beside the pass that
+asked for it; the pass goes on, and the created object's watch event brings the owner's next pass, which
+finds it created (client-go's expectations, for writes).
 
-At most `limit` creates run at once across the manager (`Slots`, shared by its controllers' write-behinds:
-`Manager.write_behind`). A pass that finds no room leaves its create to a later pass and
-goes on (`defer`): the owner waits here and is requeued when a create ends, so the slow creates queue
-here, bounded by the number of owners, not in front of the fast ones. Per object (resource, namespace,
-name):
+At most `limit` creates run at once across the manager (`Slots`, shared by its controllers'
+write-behinds, `Manager.write_behind`: they share the client's connections). A pass that finds no room
+makes its create inline, as before: the workers then wait, which paces the passes at the allocator's
+speed. Leaving the create to a later pass instead was measured and is worse: every Deployment is created
+in the first minute, and the pods' work that follows slows the Services' allocation (8-12 s per create
+while it lasted, against 2 s), so all Ready came later. Per object (resource, namespace, name):
 
     idle      --start (room)--> in flight
-    idle      --no room-------> idle, its owner waiting (requeued, first come first served, when a
-                                create in flight ends)
-    (an owner a pass found with creates pending is requeued when its last one ends)
     in flight --answered------> idle      (the caller's write recorded it)
     in flight --failed--------> failed    (logged; the owner is requeued with backoff)
     failed    --the next write of the object is made inline; when it succeeds (clear)--> idle
 
-A failed create is retried inline so that its error reaches a pass and takes the controller's usual
-path (error log, backoff, metrics) instead of repeating here. A pass that wants a different object
-than the one in flight waits for that create first: two applies of one object must not race.
-The controller cancels what is in flight when it stops or loses its Lease (`cancel`).
+An owner a pass found with creates in flight (`pending_for`: the InferenceService controller writes no
+Ready before its objects exist) is requeued when its last one ends, since the created object's event may
+come before the create's answer. A failed create is retried inline so that its error reaches a pass and
+takes the controller's usual path (error log, backoff, metrics) instead of repeating here. A pass that
+wants a different object than the one in flight waits for that create first: two applies of one object
+must not race. The controller cancels what is in flight when it stops or loses its Lease (`cancel`).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ Key = tuple[str, str, str]
 
 DEFAULT_LIMIT: Final = 64
 """Creates in flight at once across the manager: what the bench's plain client keeps, enough to keep the
-allocator busy, and below the client's 100 connections, so that the writes a pass waits for always find
-one (128 left the Deployments waiting for connections behind the Services)."""
+allocator busy, and below the client's 100 connections, so that the writes a pass makes inline always
+find one (128 left them waiting for connections behind the Services)."""
 
 FAILED_LIMIT: Final = 10000
 
@@ -52,19 +52,13 @@ log = structlog.get_logger("ome.framework.write_behind")
 
 
 class Slots:
-    """The creates in flight across one manager's write-behinds (they share its client's connections);
-    a freed slot wakes a waiting owner of any of them, round robin."""
+    """The creates in flight across one manager's write-behinds (they share its client's connections)."""
 
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         if limit < 1:
             raise ValueError("write-behind limit must be at least 1")
         self.limit = limit
         self.used = 0
-        self._members: list[WriteBehind] = []
-        self._next = 0
-
-    def join(self, member: WriteBehind) -> None:
-        self._members.append(member)
 
     def take(self) -> bool:
         if self.used >= self.limit:
@@ -72,15 +66,8 @@ class Slots:
         self.used += 1
         return True
 
-    def give(self, count: int = 1, *, wake: bool = True) -> None:
+    def give(self, count: int = 1) -> None:
         self.used = max(0, self.used - count)
-        if not wake:
-            return
-        for step in range(len(self._members)):
-            member = self._members[(self._next + step) % len(self._members)]
-            if member.wake_one():
-                self._next = (self._next + step + 1) % len(self._members)
-                return
 
 
 class WriteBehind:
@@ -88,40 +75,17 @@ class WriteBehind:
 
     def __init__(self, limit: int = DEFAULT_LIMIT, *, slots: Slots | None = None) -> None:
         self._slots = slots if slots is not None else Slots(limit)
-        self._slots.join(self)
         self._tasks: dict[Key, tuple[str, asyncio.Task[None], Request]] = {}
         self._failed: set[Key] = set()
-        self._waiting: dict[Request, None] = {}
-        """Owners whose create found no room, oldest first."""
         self._asked: set[Request] = set()
-        """Owners a pass found with creates pending (`pending_for`): woken when their last one ends."""
+        """Owners a pass found with creates in flight (`pending_for`): woken when their last one ends."""
         self._requeue: Callable[[Request], None] | None = None
         self._wake: Callable[[Request], None] | None = None
 
     def bind(self, requeue: Callable[[Request], None], wake: Callable[[Request], None]) -> None:
         """Where owners go back to: a failed create's with backoff (the controller's rate-limited add),
-        a waiting one's at once (its plain add)."""
+        one a pass asked about at once (its plain add)."""
         self._requeue, self._wake = requeue, wake
-
-    @property
-    def waiting_count(self) -> int:
-        return len(self._waiting)
-
-    def pending_for(self, owner: Request) -> bool:
-        """Whether a create of `owner` is in flight or waits for room (its objects are not all there:
-        the InferenceService controller reports no Ready before they are). When it is, the owner is
-        woken once its last create ends: the created object's event may have come before the answer."""
-        if owner in self._waiting or self._in_flight_for(owner):
-            self._asked.add(owner)
-            return True
-        return False
-
-    def _in_flight_for(self, owner: Request) -> bool:
-        return any(found[2] == owner for found in self._tasks.values())
-
-    def defer(self, owner: Request) -> None:
-        """`owner`'s pass found no room for a create: requeue it when a create in flight ends."""
-        self._waiting[owner] = None
 
     @property
     def in_flight_count(self) -> int:
@@ -131,6 +95,13 @@ class WriteBehind:
         """The desired hash of the create in flight for `key`, if any."""
         found = self._tasks.get(key)
         return found[0] if found is not None else None
+
+    def pending_for(self, owner: Request) -> bool:
+        """Whether a create of `owner` is in flight; if so, the owner is woken once its last one ends."""
+        if any(found[2] == owner for found in self._tasks.values()):
+            self._asked.add(owner)
+            return True
+        return False
 
     def failed(self, key: Key) -> bool:
         """The last create of `key` started here failed: its next write is made inline."""
@@ -160,9 +131,8 @@ class WriteBehind:
         passes find what was not created and create it."""
         for _, task, _ in self._tasks.values():
             task.cancel()
-        self._slots.give(len(self._tasks), wake=False)
+        self._slots.give(len(self._tasks))
         self._tasks.clear()
-        self._waiting.clear()
         self._asked.clear()
 
     async def _run(self, key: Key, owner: Request, write: Callable[[], Awaitable[object]]) -> None:
@@ -181,19 +151,8 @@ class WriteBehind:
             found = self._tasks.get(key)
             if found is not None and found[1] is asyncio.current_task():
                 del self._tasks[key]
-                if owner in self._asked and owner not in self._waiting and not self._in_flight_for(owner):
+                self._slots.give()
+                if owner in self._asked and not self.pending_for(owner):
                     self._asked.discard(owner)
                     if self._wake is not None:
                         self._wake(owner)
-                self._slots.give()
-
-    def wake_one(self) -> bool:
-        """A slot is free: the owner that waited longest gets its next pass (which may find the slot
-        taken again, and waits again). False when none waits here."""
-        if not self._waiting:
-            return False
-        owner = next(iter(self._waiting))
-        del self._waiting[owner]
-        if self._wake is not None:
-            self._wake(owner)
-        return True

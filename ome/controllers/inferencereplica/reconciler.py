@@ -629,12 +629,8 @@ class InferenceReplicaReconciler:
         key = (SERVICES.name, body["metadata"]["namespace"], body["metadata"]["name"])
         if self._behind.in_flight(key) is not None:
             return True  # its name carries its revision: the content in flight is the content wanted
-        if self._behind.failed(key):
-            return False  # inline: its error reaches this pass
-        write = partial(self._create, SERVICES, body)
-        if not self._behind.start(key, drift.desired_hash(body), owner, write):
-            self._behind.defer(owner)  # no room: a later pass creates it
-        return True
+        # False (inline) when there is no room, or its last create here failed: its error reaches this pass.
+        return self._behind.start(key, drift.desired_hash(body), owner, partial(self._create, SERVICES, body))
 
     async def _create_service(self, body: Obj) -> None:
         await self._create(SERVICES, body)

@@ -96,7 +96,7 @@ def add_to_manager(
     controller of this manager publishes to (none: no autoscaler runs, and no entry is reported)."""
     cache = manager.cache
     entries = autoscaler_entries if autoscaler_entries is not None else AutoscalerEntries()
-    behind = manager.write_behind()  # a pass's Service creates run beside it (write_behind.py)
+    behind = manager.write_behind()  # a pass's creates run beside it (write_behind.py)
     reconciler = InferenceServiceReconciler(
         reader=cache,
         writer=manager.client,

@@ -154,19 +154,16 @@ async def converge(
             applies.record(res, stamped, drift.desired_hash(stamped),
                            applied if isinstance(applied, Mapping) else None)
 
-    # A create (nothing cached, nothing of ours pending) runs beside the pass, or a later pass makes it
-    # when there is no room; updates and a create that failed there stay inline.
-    created = cached is None and ours is None
-    if behind is not None and owner is not None and created and not behind.failed(key):
-        if not behind.start(key, drift.desired_hash(stamped), owner, write):
-            behind.defer(owner)
-            return True
-        log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=True)
-        return True
     if why[0] in ("created", "changed", "deleting"):
         log.info("Applying child", kind=stamped["kind"], child=meta["name"], created=cached is None)
     else:
         log.info("Repairing drifted child", kind=stamped["kind"], child=meta["name"], fields=why[:10])
+    # A create (nothing cached, nothing of ours pending) runs beside the pass when there is room; updates,
+    # a create with no room and one that failed there are made inline.
+    created = cached is None and ours is None
+    if behind is not None and owner is not None and created:
+        if behind.start(key, drift.desired_hash(stamped), owner, write):
+            return True
     await write()
     if behind is not None:
         behind.clear(key)

@@ -346,8 +346,8 @@ class InferenceServiceReconciler:
             ),
         )
         computed = status.compute(isvc, observed, self._config, format_time(now))
-        if failure is None and self._services_on_their_way(isvc) and status.is_ready(computed):
-            return None  # not Ready before its Services exist: their events (or the wake) bring a pass
+        if failure is None and self._creates_on_their_way(isvc) and status.is_ready(computed):
+            return None  # not Ready before its objects exist: their events (or the wake) bring a pass
         held = None if failure is not None else status.first_write_deferral(isvc, observed, computed, now)
         if held is not None and scaler_entries.reports_problem(self._published(isvc)):
             held = None  # an autoscaler that cannot be resolved is reported at once
@@ -480,8 +480,7 @@ class InferenceServiceReconciler:
             counted = {"spec": {"replicas": initial}} if initial is not None else None
             await asyncio.gather(*(
                 self._converge(obj, self._cached(obj),
-                               create_only=counted if obj["kind"] == "InferenceReplica" else None,
-                               inline=obj["kind"] != "Service")
+                               create_only=counted if obj["kind"] == "InferenceReplica" else None)
                 for obj in desired if obj["kind"] not in _IDENTITY_KINDS))
             done.append(plan)
         return done, None
@@ -548,8 +547,7 @@ class InferenceServiceReconciler:
         create_only: Mapping[str, Mapping[str, Any]] | None = None, inline: bool = False,
     ) -> bool:
         """converge.converge with this reconciler's own applies and the informers' progress; a create
-        runs beside the pass (framework/write_behind.py) unless `inline` or no write-behind is set: the
-        Services' (the allocator's pace), while the objects the pods wait for are created at once."""
+        runs beside the pass (framework/write_behind.py) unless `inline` or no write-behind is set."""
         behind = None if inline else self._behind
         if cached is None and behind is not None:
             # Read as the write is decided: a create of it that ended while this pass ran must be seen.
@@ -557,8 +555,8 @@ class InferenceServiceReconciler:
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
                                        applies=self._applies, behind=behind, owner=_PASS_OWNER.get())
 
-    def _services_on_their_way(self, isvc: Obj) -> bool:
-        """Whether a Service create of this service runs beside the pass or waits for room."""
+    def _creates_on_their_way(self, isvc: Obj) -> bool:
+        """Whether a create of this service's objects runs beside the pass (framework/write_behind.py)."""
         meta = isvc["metadata"]
         return self._behind is not None and self._behind.pending_for(Request(meta["namespace"], meta["name"]))
 

@@ -45,24 +45,6 @@ async def test_a_create_runs_beside_the_caller_and_is_in_flight_until_answered()
     assert gate.done and behind.in_flight(SVC) is None and behind.in_flight_count == 0
 
 
-async def test_an_owner_that_found_no_room_is_woken_when_a_create_ends() -> None:
-    behind, woken, requeued = WriteBehind(limit=1), [], []
-    behind.bind(requeued.append, woken.append)
-    first, later = Gate(), Request("demo", "later")
-    assert behind.start(SVC, "h1", OWNER, first)
-    assert not behind.start(DEP, "h2", later, Gate())  # no room
-    behind.defer(later)
-    behind.defer(OWNER)
-    assert behind.waiting_count == 2 and woken == []
-    first.opened.set()
-    await behind.wait(SVC)
-    assert woken == [later] and behind.waiting_count == 1  # the longest waiting, one per freed slot
-    assert requeued == []  # a wake is no failure: no backoff
-    assert behind.start(DEP, "h2", later, Gate())
-    behind.cancel()
-    assert behind.waiting_count == 0
-
-
 async def test_a_failed_create_requeues_its_owner_and_is_next_written_inline() -> None:
     behind, requeued = WriteBehind(), []
     behind.bind(requeued.append, lambda owner: None)
@@ -123,23 +105,6 @@ async def test_an_owner_nobody_asked_about_is_not_woken() -> None:
     assert woken == []  # its event brings the pass; no second one
 
 
-async def test_write_behinds_of_one_manager_share_their_slots_and_wake_each_others_waiters() -> None:
-    """The InferenceService and InferenceReplica controllers' creates share the client's connections:
-    one limit for both, and a slot one frees goes to an owner the other keeps waiting."""
-    slots = Slots(limit=1)
-    services, replicas = WriteBehind(slots=slots), WriteBehind(slots=slots)
-    woken: list[Request] = []
-    services.bind(lambda owner: None, lambda owner: None)
-    replicas.bind(lambda owner: None, woken.append)
-    gate, replica = Gate(), Request("demo", "llama-engine")
-    assert services.start(SVC, "h1", OWNER, gate)
-    assert not replicas.start(("services", "demo", "llama-engine-abc"), "h2", replica, Gate())
-    replicas.defer(replica)
-    gate.opened.set()
-    await services.wait(SVC)
-    assert woken == [replica] and slots.used == 0
-
-
 async def test_a_cancel_gives_its_slots_back() -> None:
     slots = Slots(limit=1)
     behind = WriteBehind(slots=slots)
@@ -149,3 +114,20 @@ async def test_a_cancel_gives_its_slots_back() -> None:
     await settle()
     assert slots.used == 0 and behind.start(DEP, "h2", OWNER, Gate())
     behind.cancel()
+
+
+async def test_no_room_means_the_caller_writes_inline_and_the_limit_is_shared() -> None:
+    """The InferenceService and InferenceReplica controllers' creates share the client's connections:
+    one limit for both; a create that ends gives its slot back."""
+    slots = Slots(limit=1)
+    services, replicas = WriteBehind(slots=slots), WriteBehind(slots=slots)
+    gate = Gate()
+    assert services.start(SVC, "h1", OWNER, gate)
+    assert not replicas.start(("services", "demo", "llama-engine-abc"), "h2", Request("demo", "llama-engine"),
+                              Gate())
+    gate.opened.set()
+    await services.wait(SVC)
+    assert slots.used == 0
+    assert replicas.start(("services", "demo", "llama-engine-abc"), "h2", Request("demo", "llama-engine"), Gate())
+    replicas.cancel()
+

@@ -1,6 +1,7 @@
 """A first pass's creates run beside it (framework/write_behind.py): the pass returns before the slow
-Service creates are answered, a pass meanwhile starts no second create of them, and a create that
-failed is made inline by the next pass, whose error takes the controller's usual path."""
+Service creates are answered, a pass meanwhile starts no second create of them, one with no room is made
+inline, a create that failed is made inline by the next pass, whose error takes the controller's usual
+path, and no Ready is written before the objects exist."""
 
 from __future__ import annotations
 
@@ -98,25 +99,23 @@ async def test_a_failed_create_is_made_inline_by_the_next_pass_and_its_error_rai
     assert not behind.failed(ENGINE_SERVICE)
 
 
-async def test_a_service_create_with_no_room_waits_for_a_later_pass_and_the_deployment_does_not() -> None:
+async def test_a_create_with_no_room_is_made_inline() -> None:
+    """The pass waits then, as before: that paces the passes at the allocator's speed."""
     world = FakeWorld()
     world.put(r.INFERENCE_SERVICES, builders.isvc())
-    writer, behind, woken = Writer(world, held={"Service"}), WriteBehind(limit=1), []
-    behind.bind(lambda owner: None, woken.append)
+    writer, behind = Writer(world, held={"Service"}), WriteBehind(limit=1)
+    behind.bind(lambda owner: None, lambda owner: None)
     reconciler = make_reconciler(world, FakeRecorder(), writer=writer, write_behind=behind)
-    await reconciler.reconcile(REQ)
-    assert behind.in_flight_count == 1 and behind.waiting_count == 1  # one Service started, one left
-    assert sorted(name for kind, name in writer.asked if kind == "Service") in (["llama"], ["llama-engine"])
-    assert world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") is not None  # inline, at once
-    started = next(name for kind, name in writer.asked if kind == "Service")
-
+    task = asyncio.create_task(reconciler.reconcile(REQ))
+    await settle()
+    assert behind.in_flight_count == 1
+    assert not task.done()  # a held Service create found no room: the pass waits for it
     writer.gate.set()
-    await behind.wait(("services", "demo", started))
-    assert woken == [REQ]
-    await reconciler.reconcile(REQ)  # the woken pass starts the other one
-    left = ({"llama", "llama-engine"} - {started}).pop()
-    await behind.wait(("services", "demo", left))
-    assert world.get_or_none(r.SERVICES, left, "demo") is not None
+    await task
+    for name in ("llama", "llama-engine"):
+        await behind.wait(("services", "demo", name))
+    assert all(world.get_or_none(r.SERVICES, name, "demo") is not None for name in ("llama", "llama-engine"))
+    assert world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") is not None
 
 
 async def test_no_ready_is_written_while_its_services_are_on_their_way() -> None:
@@ -126,6 +125,7 @@ async def test_no_ready_is_written_while_its_services_are_on_their_way() -> None
     behind.bind(lambda owner: None, lambda owner: None)
     reconciler = make_reconciler(world, FakeRecorder(), writer=writer, write_behind=behind)
     await reconciler.reconcile(REQ)
+    await settle()
     dep = world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo")
     assert dep is not None
     dep["status"] = {"replicas": 1, "availableReplicas": 1, "conditions": [{"type": "Available", "status": "True"}]}
