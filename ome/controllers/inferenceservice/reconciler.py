@@ -130,10 +130,10 @@ class Writer(converge.Writer, runtime_pinning.Creator, Protocol):
 
 
 _CONFIG_SNAPSHOT: ContextVar[InferenceServiceConfig | None] = ContextVar("isvc_config", default=None)
-_PASS_OWNER: ContextVar[Request | None] = ContextVar("isvc_pass_owner", default=None)
-"""The service this pass reconciles: requeued should a create it started beside it fail."""
 """The config of the reconcile running in this task: concurrent reconciles (one per worker task) each
 read their own, so a ConfigMap edit never splits one reconcile between two configs."""
+_PASS_OWNER: ContextVar[Request | None] = ContextVar("isvc_pass_owner", default=None)
+"""The service this pass reconciles: requeued should a create it started beside it fail."""
 
 
 def _inheritance_event_reason(isvc: Obj, *, has_model: bool) -> str:

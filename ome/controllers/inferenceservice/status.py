@@ -239,7 +239,7 @@ def first_write_deferral(
     created = (isvc.get("metadata") or {}).get("creationTimestamp")
     if not created or not _starting_normally(observed, computed):
         return None
-    ready = (_find(computed, READY) or {}).get("status") == "True"
+    ready = is_ready(computed)
     gates_opening = any(_gates_opening(observed.workloads.get(plan.component))
                         for plan in observed.plans or () if plan.mode == modes.OMENATIVE)
     if ready and not gates_opening:
@@ -435,6 +435,7 @@ def _created(pod: Mapping[str, Any]) -> str:
 
 
 def is_ready(status: Mapping[str, Any]) -> bool:
+    """Whether `status` (a computed or written one) says Ready."""
     return (_find(status, READY) or {}).get("status") == "True"
 
 

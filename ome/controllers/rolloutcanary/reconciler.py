@@ -180,11 +180,11 @@ class CanaryReconciler:
         """Apply this pass's status on the other writer's conditions as `snapshot` shows them, guarded by
         its resourceVersion (shared_conditions). The annotations this pass consumed are gone already, so
         a 409 is answered from a fresh read rather than by requeueing the pass."""
-        meta = snapshot["metadata"]
+        meta, ours = snapshot["metadata"], p.status_body()
         for attempt in range(STATUS_ATTEMPTS):
-            status = p.status_body()
             theirs = (snapshot.get("status") or {}).get("conditions") or []
-            status["conditions"] = shared_conditions.rebase(status["conditions"], theirs, run_controller=True)
+            conditions = shared_conditions.rebase(ours["conditions"], theirs, run_controller=True)
+            status = {**ours, "conditions": conditions}
             body = {
                 "apiVersion": "ome.io/v1beta1",
                 "kind": "InferenceService",

@@ -7,6 +7,7 @@ import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -22,21 +23,17 @@ def bench_module(name: str) -> ModuleType:
         sys.path.remove(str(BENCH))
 
 
-@pytest.fixture(scope="module")
-def soak() -> ModuleType:
-    return bench_module("bench_soak")
+def _module_fixture(name: str) -> Any:
+    """A module-scoped fixture returning the bench script `name`."""
+
+    @pytest.fixture(scope="module")
+    def load() -> ModuleType:
+        return bench_module(name)
+
+    return load
 
 
-@pytest.fixture(scope="module")
-def floor() -> ModuleType:
-    return bench_module("churn_floor")
-
-
-@pytest.fixture(scope="module")
-def scale() -> ModuleType:
-    return bench_module("bench_scale")
-
-
-@pytest.fixture(scope="module")
-def census() -> ModuleType:
-    return bench_module("heap_census")
+soak = _module_fixture("bench_soak")
+floor = _module_fixture("churn_floor")
+scale = _module_fixture("bench_scale")
+census = _module_fixture("heap_census")
