@@ -217,25 +217,23 @@ async def raw_floor(client: Client, n: int, mode: str, namespace: str, model: Ob
         (resources.PODS, _pod_ready)
     opened: set[str] = set()
     gates: list[asyncio.Task[bool]] = []
-    while len(done) < n:
-        if time.monotonic() - started > 1800:
-            raise SystemExit(f"raw floor: only {len(done)}/{n} Ready after 1800 s")
-        items, _ = await client.list(res, namespace)
-        now = time.monotonic() - started
-        for item in items:
-            name = item["metadata"]["name"]
-            if name in owner and name not in opened and _gate_due(item):
-                # An Instance pod is Ready once its serving gate is open: the controller's write too.
-                opened.add(name)
-                gates.append(asyncio.create_task(
-                    set_serving_gate(client, namespace, name, "True", datetime.now(UTC))))
-            if name in owner and name not in seen and ready(item):
-                seen.add(name)
-                i = owner[name]
-                waiting[i] -= 1
-                if waiting[i] == 0:
-                    done[i] = now
-        await asyncio.sleep(0.25)
+
+    def on_object(item: Obj, now: float) -> None:
+        name = item["metadata"]["name"]
+        if name in owner and name not in opened and _gate_due(item):
+            # An Instance pod is Ready once its serving gate is open: the controller's write too.
+            opened.add(name)
+            gates.append(asyncio.create_task(
+                set_serving_gate(client, namespace, name, "True", datetime.now(UTC))))
+        if name in owner and name not in seen and ready(item):
+            seen.add(name)
+            i = owner[name]
+            waiting[i] -= 1
+            if waiting[i] == 0:
+                done[i] = now
+
+    await phases.follow(client, res, namespace, on_object, lambda: len(done) >= n, started=started,
+                        timeout=1800, what=f"raw floor: not all {n} Ready")
     await asyncio.gather(*gates)
     kinds = collections.Counter(o["kind"] for objs in per_service for o in objs)
     return {"times": sorted(done.values()), "objects": sum(kinds.values()), "kinds": dict(kinds)}
@@ -419,24 +417,26 @@ async def create_services(client: Client, n: int, mode: str, namespace: str) -> 
 async def managed(client: Client, cluster: Cluster, proc: subprocess.Popen[bytes], n: int, mode: str,
                   namespace: str) -> Obj:
     writes0, cpu0 = writes_by(cluster, MANAGER_USER), cpu_seconds(proc.pid)
+    cluster0 = phases.cluster_cpu(cluster)
     started = time.monotonic()
     await create_services(client, n, mode, namespace)
     done: dict[str, float] = {}
-    while len(done) < n:
-        if time.monotonic() - started > 1800:
-            raise SystemExit(f"manager: only {len(done)}/{n} Ready after 1800 s")
+
+    def on_object(item: Obj, now: float) -> None:
+        if item["metadata"]["name"] not in done and _ready(item):
+            done[item["metadata"]["name"]] = now
+
+    def alive() -> None:
         if proc.poll() is not None:
             raise SystemExit(f"manager exited ({proc.returncode})")
-        items, _ = await client.list(resources.INFERENCE_SERVICES, namespace)
-        now = time.monotonic() - started
-        for item in items:
-            if item["metadata"]["name"] not in done and _ready(item):
-                done[item["metadata"]["name"]] = now
-        await asyncio.sleep(0.25)
+
+    await phases.follow(client, resources.INFERENCE_SERVICES, namespace, on_object, lambda: len(done) >= n,
+                        started=started, timeout=1800, what=f"manager: not all {n} Ready", check=alive)
     cpu_ready = cpu_seconds(proc.pid) - cpu0
+    cluster_ready = phases.cpu_delta(phases.cluster_cpu(cluster), cluster0)
     await asyncio.sleep(5)  # trailing status events settle before the writes are counted
     return {"times": sorted(done.values()), "writes": writes_by(cluster, MANAGER_USER) - writes0,
-            "cpu": cpu_ready, "rss": peak_rss_mib(proc.pid)}
+            "cpu": cpu_ready, "cluster_cpu": cluster_ready, "rss": peak_rss_mib(proc.pid)}
 
 
 async def idle(cluster: Cluster, proc: subprocess.Popen[bytes], seconds: float) -> Obj:
@@ -517,7 +517,9 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
             await _namespace(admin, "bench-floor")
             phases.log(f"(a) raw floor: creating the objects of {args.n} services")
             floor0 = writes_by(cluster, FLOOR_USER)  # the audit log outlives `cluster down` in --state-dir
+            floor_cpu0 = phases.cluster_cpu(cluster)
             out["floor"] = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
+            out["floor"]["cluster_cpu"] = phases.cpu_delta(phases.cluster_cpu(cluster), floor_cpu0)
             out["floor_writes"] = sum((writes_by(cluster, FLOOR_USER) - floor0).values())
             if "churn" in sections and args.mode == "RawDeployment":
                 await create_services(floor_client, args.n, args.mode, "bench-floor")
@@ -679,6 +681,11 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
               f"leader holds the Lease {held} s, its first reconcile {first} s (lease duration 15 s)")
     if "floor" in out:
         print(f"manager / floor, all Ready: {mgr['times'][-1] / out['floor']['times'][-1]:.2f}x")
+        floor = out["floor"]
+        print(f"cluster CPU s, (a) floor until all Ready: "
+              f"{phases.format_cpu(floor['cluster_cpu'], floor['times'][-1])}")
+    spent = {**mgr["cluster_cpu"], "ome-manager": mgr["cpu"]}
+    print(f"cluster CPU s, (b) manager until all Ready: {phases.format_cpu(spent, mgr['times'][-1])}")
     print("manager writes: " + ", ".join(f"{k} {v}" for k, v in sorted(mgr["writes"].items())))
     print(f"manager work queues until all Ready: {mgr['queue']}")
     if "idle" in out and out["idle"]["writes"]:

@@ -211,6 +211,48 @@ async def churn(client: Client, namespace: str, n: int, rate: float, seconds: fl
             "missing_ready": len(sent) - len(to_ready)}
 
 
+# ---- time to Ready, from a watch ---------------------------------------------------------------------
+async def follow(
+    client: Client,
+    res: resources.Resource,
+    namespace: str,
+    on_object: Callable[[Obj, float], None],
+    done: Callable[[], bool],
+    *,
+    started: float,
+    timeout: float,
+    what: str,
+    check: Callable[[], None] | None = None,
+) -> None:
+    """Calls `on_object(object, seconds since started)` for every `res` in `namespace`, listed once and
+    then from a watch, until `done()`. A watch is what a client waiting for many objects does: polling a
+    list of 1,000 objects every 250 ms cost the apiserver more CPU than the waiting measured (each list
+    encodes them all; a watch encodes each change once), and more for custom resources than built-in
+    ones. `check` runs whenever a watch ends (every 10 s at the latest), e.g. to see the manager is alive."""
+    async def relist() -> str:
+        items, version = await retry_transient(lambda: client.list(res, namespace), f"list {res.plural}")
+        now = time.monotonic() - started
+        for item in items:
+            on_object(item, now)
+        return version
+
+    version = await relist()
+    while not done():
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"{what} after {timeout:.0f} s")
+        if check is not None:
+            check()
+        try:
+            async for kind, obj in client.watch(res, namespace, resource_version=version, timeout_seconds=10):
+                version = obj.get("metadata", {}).get("resourceVersion") or version
+                if kind in ("ADDED", "MODIFIED"):
+                    on_object(obj, time.monotonic() - started)
+                    if done():
+                        return
+        except errors.ApiError:  # expired resourceVersion (410), a dropped stream: list again
+            version = await relist()
+
+
 # ---- (e) memory with extra pods -------------------------------------------------------------------
 def extra_pod(k: int, template: Obj) -> Obj:
     """A pod like the engine's (same spec and labels), under its own service name, held unscheduled."""
@@ -305,6 +347,35 @@ async def cold_start(proc: subprocess.Popen[bytes], started: float, ready_url: s
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of `pid` and its live descendants (a supervised component runs as a child)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        with contextlib.suppress(OSError, ValueError):
+            total += cpu_seconds(current)
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+    return total
+
+
+def cluster_cpu(cluster: Cluster) -> dict[str, float]:
+    """CPU seconds so far of each control-plane process of `cluster`, by component name."""
+    return {name: tree_cpu_seconds(pid) for name, pid in cluster.pids().items()}
+
+
+def cpu_delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {name: after[name] - before.get(name, 0.0) for name in after}
+
+
+def format_cpu(spent: dict[str, float], seconds: float) -> str:
+    """`name 12.3` per component, then the total and its share of the machine over `seconds`."""
+    total = sum(spent.values())
+    cores = total / seconds if seconds > 0 else math.nan
+    return (", ".join(f"{name} {value:.1f}" for name, value in spent.items())
+            + f"; total {total:.1f} CPU s over {seconds:.1f} s ({cores:.2f} of {os.cpu_count()} cores)")
 
 
 def _status(url: str) -> int:

@@ -268,6 +268,11 @@ class Cluster:
         state = _load_state(self.state_dir) or {}
         return ClusterInfo(self.state_dir, self.kubeconfig, state.get("server", ""))
 
+    def pids(self) -> dict[str, int]:
+        """The process id of each running component, by name (empty when there is no cluster)."""
+        state = _load_state(self.state_dir) or {}
+        return {comp["name"]: int(comp["pid"]) for comp in state.get("components", [])}
+
     def status(self) -> list[ComponentStatus]:
         state = _load_state(self.state_dir)
         if not state:

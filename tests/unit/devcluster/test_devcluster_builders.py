@@ -89,3 +89,11 @@ def test_pod_status_writes_of_anyone_but_the_admin_are_audited() -> None:
                      if any("pods/status" in g.get("resources", []) for g in r.get("resources", []))]
     assert status_rule["level"] == "None" and status_rule["users"] == ["ome-dev-admin"]
 
+
+
+def test_the_components_process_ids_come_from_the_state_file(tmp_path: Path) -> None:
+    from ome.devcluster.cluster import Cluster, _save_state
+
+    assert Cluster(tmp_path).pids() == {}  # no cluster there
+    _save_state(tmp_path, {"components": [{"name": "etcd", "pid": 41}, {"name": "kube-apiserver", "pid": 42}]})
+    assert Cluster(tmp_path).pids() == {"etcd": 41, "kube-apiserver": 42}
