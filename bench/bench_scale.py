@@ -417,7 +417,7 @@ async def create_services(client: Client, n: int, mode: str, namespace: str) -> 
 async def managed(client: Client, cluster: Cluster, proc: subprocess.Popen[bytes], n: int, mode: str,
                   namespace: str) -> Obj:
     writes0, cpu0 = writes_by(cluster, MANAGER_USER), cpu_seconds(proc.pid)
-    cluster0 = phases.cluster_cpu(cluster)
+    cluster0, api0 = phases.cluster_cpu(cluster), phases.apiserver_counts(cluster)
     started = time.monotonic()
     await create_services(client, n, mode, namespace)
     done: dict[str, float] = {}
@@ -434,9 +434,11 @@ async def managed(client: Client, cluster: Cluster, proc: subprocess.Popen[bytes
                         started=started, timeout=1800, what=f"manager: not all {n} Ready", check=alive)
     cpu_ready = cpu_seconds(proc.pid) - cpu0
     cluster_ready = phases.cpu_delta(phases.cluster_cpu(cluster), cluster0)
+    api_ready = phases.apiserver_counts(cluster) - api0
     await asyncio.sleep(5)  # trailing status events settle before the writes are counted
     return {"times": sorted(done.values()), "writes": writes_by(cluster, MANAGER_USER) - writes0,
-            "cpu": cpu_ready, "cluster_cpu": cluster_ready, "rss": peak_rss_mib(proc.pid)}
+            "cpu": cpu_ready, "cluster_cpu": cluster_ready, "apiserver": api_ready,
+            "rss": peak_rss_mib(proc.pid)}
 
 
 async def idle(cluster: Cluster, proc: subprocess.Popen[bytes], seconds: float) -> Obj:
@@ -517,9 +519,10 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
             await _namespace(admin, "bench-floor")
             phases.log(f"(a) raw floor: creating the objects of {args.n} services")
             floor0 = writes_by(cluster, FLOOR_USER)  # the audit log outlives `cluster down` in --state-dir
-            floor_cpu0 = phases.cluster_cpu(cluster)
+            floor_cpu0, floor_api0 = phases.cluster_cpu(cluster), phases.apiserver_counts(cluster)
             out["floor"] = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
             out["floor"]["cluster_cpu"] = phases.cpu_delta(phases.cluster_cpu(cluster), floor_cpu0)
+            out["floor"]["apiserver"] = phases.apiserver_counts(cluster) - floor_api0
             out["floor_writes"] = sum((writes_by(cluster, FLOOR_USER) - floor0).values())
             if "churn" in sections and args.mode == "RawDeployment":
                 await create_services(floor_client, args.n, args.mode, "bench-floor")
@@ -684,8 +687,10 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
         floor = out["floor"]
         print(f"cluster CPU s, (a) floor until all Ready: "
               f"{phases.format_cpu(floor['cluster_cpu'], floor['times'][-1])}")
+        print(f"    apiserver {phases.format_counts(floor['apiserver'])}")
     spent = {**mgr["cluster_cpu"], "ome-manager": mgr["cpu"]}
     print(f"cluster CPU s, (b) manager until all Ready: {phases.format_cpu(spent, mgr['times'][-1])}")
+    print(f"    apiserver {phases.format_counts(mgr['apiserver'])}")
     print("manager writes: " + ", ".join(f"{k} {v}" for k, v in sorted(mgr["writes"].items())))
     print(f"manager work queues until all Ready: {mgr['queue']}")
     if "idle" in out and out["idle"]["writes"]:

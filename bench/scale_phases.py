@@ -13,6 +13,7 @@ standby: a second manager under leader election, its RSS once synced, and the ti
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import math
 import os
@@ -376,6 +377,49 @@ def format_cpu(spent: dict[str, float], seconds: float) -> str:
     cores = total / seconds if seconds > 0 else math.nan
     return (", ".join(f"{name} {value:.1f}" for name, value in spent.items())
             + f"; total {total:.1f} CPU s over {seconds:.1f} s ({cores:.2f} of {os.cpu_count()} cores)")
+
+
+_SAMPLE = re.compile(r'^([a-z_]+)\{([^}]*)\} (\S+)$')
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def apiserver_counts(cluster: Cluster) -> collections.Counter[str]:
+    """From the apiserver's /metrics: requests by `verb resource[/subresource]`, and the watch events it
+    sent (`watch events <kind>`) and their JSON/protobuf bytes (`watch KiB <kind>`), all clients together."""
+    from ome.devcluster.kubeapi import KubeApi  # noqa: PLC0415 - only the bench's figures need it
+    from ome.devcluster.pki import Pki  # noqa: PLC0415
+
+    api = KubeApi(cluster.info().server, Pki(cluster.state_dir / "pki"), timeout=30)
+    return parse_apiserver_metrics(api.text("/metrics"))
+
+
+def parse_apiserver_metrics(text: str) -> collections.Counter[str]:
+    """See apiserver_counts."""
+    counts: collections.Counter[str] = collections.Counter()
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        name, labels, value = match.group(1), dict(_LABEL.findall(match.group(2))), float(match.group(3))
+        if name == "apiserver_request_total":
+            sub = f"/{labels['subresource']}" if labels.get("subresource") else ""
+            counts[f"{labels.get('verb', '?')} {labels.get('resource', '?')}{sub}"] += int(value)
+        elif name == "apiserver_watch_events_total":
+            counts[f"watch events {labels.get('kind') or labels.get('resource', '?')}"] += int(value)
+        elif name == "apiserver_watch_events_sizes_sum":
+            counts[f"watch KiB {labels.get('kind') or labels.get('resource', '?')}"] += int(value / 1024)
+    return counts
+
+
+def format_counts(counts: collections.Counter[str], top: int = 14) -> str:
+    """The largest request counts, then the watch events and bytes by kind, largest first."""
+    requests = [(k, v) for k, v in counts.items() if not k.startswith("watch ") and v > 0]
+    events = [(k[len("watch events "):], v) for k, v in counts.items() if k.startswith("watch events ") and v]
+    sizes = {k[len("watch KiB "):]: v for k, v in counts.items() if k.startswith("watch KiB ")}
+    head = ", ".join(f"{k} {v}" for k, v in sorted(requests, key=lambda kv: -kv[1])[:top])
+    watched = ", ".join(f"{kind} {v} ({sizes.get(kind, 0) / 1024:.1f} MiB)"
+                        for kind, v in sorted(events, key=lambda kv: -kv[1])[:top])
+    return f"requests: {head}\n    watch events sent: {watched}"
 
 
 def _status(url: str) -> int:

@@ -180,6 +180,7 @@ def add_controllers(manager: Manager, settings: Settings) -> None:
                                     revision_grace=settings.revision_grace,
                                     config_source=source, routing_facts=settings.routing,
                                     pod_monitor_served=settings.pod_monitor_served,
+                                    replica_teardown=settings.inferencereplica_controller,
                                     autoscaler_entries=scaling_entries)
     if settings.inferencereplica_controller:
         replica = dataclasses.replace(settings.replica_settings(),

@@ -68,6 +68,17 @@ class KubeApi:
         api._token = (configuration.api_key or {}).get("BearerToken")  # "Bearer <token>"
         return api
 
+    def text(self, path: str) -> str:
+        """A GET of a non-JSON path (the apiserver's /metrics)."""
+        req = urllib.request.Request(self.server + path, method="GET")
+        if self._token:
+            req.add_header("Authorization", self._token)
+        try:
+            with urllib.request.urlopen(req, context=self._ssl, timeout=self.timeout) as resp:  # noqa: S310
+                return str(resp.read().decode())
+        except urllib.error.HTTPError as exc:
+            raise KubeApiError(exc.code, exc.read().decode(errors="replace")) from exc
+
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.server + path, data=data, method=method)

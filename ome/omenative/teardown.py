@@ -47,6 +47,19 @@ def add_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": {"finalizers": [*finalizers(obj), FINALIZER], "resourceVersion": rv}}
 
 
+def on_create(desired: dict[str, Any], live: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`desired` (a replica its creator applies) with the finalizer, so that the replica controller's
+    first pass has no finalizer patch to make: one write and one replica event fewer per replica. The
+    finalizer is a set item of the creator's apply; the replica controller still puts it back should it
+    go, and takes it off at teardown. Left out while a replica that no longer has it is being deleted:
+    the apiserver refuses a new finalizer on an object being deleted."""
+    if live is not None and deleting(live) and not has_finalizer(live):
+        return desired
+    meta = dict(desired.get("metadata") or {})
+    meta["finalizers"] = [*[f for f in meta.get("finalizers") or [] if f != FINALIZER], FINALIZER]
+    return {**desired, "metadata": meta}
+
+
 def remove_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A merge patch dropping only our finalizer; the resourceVersion makes a racing edit conflict."""
     kept = [f for f in finalizers(obj) if f != FINALIZER]

@@ -89,11 +89,14 @@ def add_to_manager(
     routing_facts: routing.RoutingFacts | None = None,
     pod_monitor_served: bool = False,
     autoscaler_entries: AutoscalerEntries | None = None,
+    replica_teardown: bool = False,
 ) -> Controller:
     """Register the controller; `lws_served` says whether the LeaderWorkerSet CRD is served
     (check it once at startup with `client.is_served(resources.LEADER_WORKER_SETS)`). Runtime revisions
     live in `config_namespace`, OME's own namespace. `autoscaler_entries` are the ones the autoscaler
-    controller of this manager publishes to (none: no autoscaler runs, and no entry is reported)."""
+    controller of this manager publishes to (none: no autoscaler runs, and no entry is reported).
+    `replica_teardown`: the InferenceReplica controller runs in this manager, so the replicas are
+    created with its teardown finalizer (never without it: nothing would take the finalizer off)."""
     cache = manager.cache
     entries = autoscaler_entries if autoscaler_entries is not None else AutoscalerEntries()
     behind = manager.write_behind()  # a pass's creates run beside it (write_behind.py)
@@ -110,6 +113,7 @@ def add_to_manager(
         autoscaler_entries=entries,
         seen=cache.seen_version,
         write_behind=behind,
+        replica_teardown=replica_teardown,
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     behind.bind(controller.queue.add_rate_limited, controller.queue.add)

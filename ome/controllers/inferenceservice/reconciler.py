@@ -65,6 +65,7 @@ from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
 from ome.framework.write_behind import WriteBehind
+from ome.omenative import teardown
 from ome.resolution import (
     accelerators,
     component_podmonitor,
@@ -178,8 +179,11 @@ class InferenceServiceReconciler:
         autoscaler_entries: scaler_entries.AutoscalerEntries | None = None,
         seen: SeenVersion | None = None,
         write_behind: WriteBehind | None = None,
+        replica_teardown: bool = False,
     ) -> None:
         self._behind = write_behind
+        # The InferenceReplica controller runs beside this one: its teardown finalizer goes on at create.
+        self._replica_teardown = replica_teardown
         # `seen` (SharedCache.seen_version): how far the children's informers have got, so that a pass
         # right after another does not apply again a child the cache does not show yet (own_applies.py).
         self._applies = OwnApplies(seen)
@@ -478,6 +482,9 @@ class InferenceServiceReconciler:
             # An OMENative replica is created with the count the autoscaler would set (no /scale after).
             initial = initial_replicas(isvc, plan, runtime_spec, self._config)
             counted = {"spec": {"replicas": initial}} if initial is not None else None
+            if self._replica_teardown:
+                desired = [teardown.on_create(obj, self._cached(obj)) if obj["kind"] == "InferenceReplica"
+                           else obj for obj in desired]
             await asyncio.gather(*(
                 self._converge(obj, self._cached(obj),
                                create_only=counted if obj["kind"] == "InferenceReplica" else None)

@@ -112,3 +112,25 @@ def test_cpu_figures_are_per_component_with_the_machine_share(phases: ModuleType
     assert spent == {"etcd": 4.0, "kube-apiserver": 20.0}
     line = phases.format_cpu(spent, 12.0)
     assert line.startswith("etcd 4.0, kube-apiserver 20.0; total 24.0 CPU s over 12.0 s (2.00 of ")
+
+
+def test_the_apiserver_figures_are_requests_by_verb_and_resource_and_watch_events_by_kind(
+    phases: ModuleType,
+) -> None:
+    text = "\n".join([
+        "# TYPE apiserver_request_total counter",
+        'apiserver_request_total{code="201",component="apiserver",group="",resource="services",scope="resource",'
+        'subresource="",verb="POST",version="v1"} 3',
+        'apiserver_request_total{code="409",component="apiserver",group="",resource="services",scope="resource",'
+        'subresource="",verb="POST",version="v1"} 1',
+        'apiserver_request_total{code="200",component="apiserver",group="",resource="pods",scope="resource",'
+        'subresource="status",verb="PATCH",version="v1"} 7',
+        'apiserver_watch_events_total{group="",resource="pods",version="v1"} 12',
+        'apiserver_watch_events_sizes_sum{group="",resource="pods",version="v1"} 2048',
+        'apiserver_watch_events_sizes_bucket{group="",resource="pods",version="v1",le="1024"} 3',
+    ])
+    counts = phases.parse_apiserver_metrics(text)
+    assert counts == {"POST services": 4, "PATCH pods/status": 7, "watch events pods": 12, "watch KiB pods": 2}
+    line = phases.format_counts(counts)
+    assert line.startswith("requests: PATCH pods/status 7, POST services 4\n")
+    assert line.endswith("watch events sent: pods 12 (0.0 MiB)")

@@ -97,3 +97,15 @@ async def test_the_service_and_replica_controllers_share_one_write_behind_limit(
     assert all(b is not None for b in behinds)
     assert behinds[0]._slots is behinds[1]._slots  # noqa: SLF001
     assert all(len(by_name[name]._stop_hooks) == 1 for name in ("inferenceservice", "inferencereplica"))  # noqa: SLF001
+
+
+@pytest.mark.parametrize("replica_controller", [True, False])
+async def test_replicas_get_the_teardown_finalizer_at_create_only_with_their_controller(
+    manager: Manager, replica_controller: bool
+) -> None:
+    settings = wiring.Settings(cfg.parse({}), lws_served=False, config_namespace="ome")
+    settings.inferencereplica_controller = replica_controller  # --enable-inferencereplica-controller
+    wiring.add_controllers(manager, settings)
+    by_name = {c.name: c for c in manager._controllers}  # noqa: SLF001
+    assert by_name["inferenceservice"]._reconciler._replica_teardown is replica_controller  # noqa: SLF001
+    assert ("inferencereplica" in by_name) is replica_controller

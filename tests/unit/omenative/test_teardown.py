@@ -73,3 +73,21 @@ def test_without_a_deadline_the_hold_says_how_to_escape() -> None:
         'component="engine"); finalizer ome.io/ir-teardown holds until cleanup completes '
         "(no lifecycle.teardown.deadline configured); manual escape: kubectl patch inferencereplica"
     )
+
+
+def test_a_replica_is_created_with_the_finalizer_its_controller_would_add() -> None:
+    desired = replica()
+    desired["metadata"]["finalizers"] = ["x.io/a", teardown.FINALIZER]
+    made = teardown.on_create(desired, None)
+    assert made["metadata"]["finalizers"] == ["x.io/a", teardown.FINALIZER]  # once, others kept
+    plain = replica()
+    assert teardown.on_create(plain, None)["metadata"]["finalizers"] == [teardown.FINALIZER]
+    assert "finalizers" not in plain["metadata"]  # the rendered object is left as it was
+    live = replica()
+    assert teardown.has_finalizer(teardown.on_create(replica(), live))
+
+
+def test_no_finalizer_is_added_to_a_replica_being_deleted_without_it() -> None:
+    released = deleted(finalizers=["x.io/a"])  # teardown done, another controller's finalizer pins it
+    assert "finalizers" not in teardown.on_create(replica(), released)["metadata"]
+    assert teardown.has_finalizer(teardown.on_create(replica(), deleted()))  # still held: kept in the apply

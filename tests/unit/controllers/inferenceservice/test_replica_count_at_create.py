@@ -87,3 +87,22 @@ def test_a_count_the_cached_object_lacks_is_not_sent_and_needs_no_precondition()
     created = converge.with_create_only(stamped, None, {"spec": {"replicas": 2}})
     assert created["spec"]["replicas"] == 2
     assert "replicas" not in stamped["spec"]  # the stamped desired object is left as it was
+
+
+@pytest.mark.parametrize("teardown_runs", [True, False])
+async def test_the_replica_carries_the_teardown_finalizer_from_its_create_when_its_controller_runs(
+    teardown_runs: bool,
+) -> None:
+    # The InferenceReplica controller's first pass then has no finalizer patch to make; without that
+    # controller in the manager nothing would take the finalizer off, so none is put on.
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, builders.isvc(deploymentMode="OMENative"))
+    writer = Recording(world)
+    reconciler = make_reconciler(world, FakeRecorder(), writer=writer, replica_teardown=teardown_runs)
+    await reconciler.reconcile(REQ)
+    expected = ["ome.io/ir-teardown"] if teardown_runs else None
+    assert writer.bodies[0]["metadata"].get("finalizers") == expected
+    assert _replica(world)["metadata"].get("finalizers") == expected
+    world.writes.clear()
+    await reconciler.reconcile(REQ)
+    assert [w for w in world.writes if w[1] == "InferenceReplica"] == []  # settled: no second apply
