@@ -174,10 +174,14 @@ class AutoscalerReconciler:
             self._hold_event(isvc, plan.component, desired.resolution.hold)
         if desired.error is not None:
             raise ComponentFailed(desired.error)
-        await self._converge_scaler(isvc, inputs, desired)
+        # The HPA and the budget are created once their workload is in the cache (its event brings this
+        # pass back): an HPA made before its target gets a FailedGetScale warning event and a status
+        # write from the HPA controller, and one more status write once the target is there.
+        follows = inputs.workload is None and plan.mode in _WORKLOADS
+        await self._converge_scaler(isvc, inputs, desired, create=not follows)
         if desired.pdb_error is not None:
             raise ComponentFailed(desired.pdb_error)
-        await self._converge_pdb(isvc, inputs, desired.pdb)
+        await self._converge_pdb(isvc, inputs, desired.pdb, create=not follows)
         if desired.scale_to is not None and inputs.workload is not None:
             await self._scale(plan.mode, inputs.workload, desired.scale_to)
         now = self._clock()
@@ -232,11 +236,15 @@ class AutoscalerReconciler:
 
     # -- writes -----------------------------------------------------------------------------------
 
-    async def _converge_scaler(self, isvc: Obj, inputs: deciding.Inputs, desired: deciding.Desired) -> None:
+    async def _converge_scaler(self, isvc: Obj, inputs: deciding.Inputs, desired: deciding.Desired, *,
+                               create: bool = True) -> None:
+        """`create=False`: a scaler not there yet is not made (nor is the old one deleted)."""
         existing = {"HorizontalPodAutoscaler": inputs.hpa, "ScaledObject": inputs.scaled_object}
         if desired.scaler is not None:
             kind = desired.scaler["kind"]
             cached = existing[kind]
+            if cached is None and not create:
+                return
             if cached is not None and not _controlled_by(cached, isvc):
                 meta = cached["metadata"]
                 raise ComponentFailed(
@@ -251,8 +259,11 @@ class AutoscalerReconciler:
                 continue
             await self._delete(_SCALER_RESOURCES[kind], cached)
 
-    async def _converge_pdb(self, isvc: Obj, inputs: deciding.Inputs, pdb: Obj | None) -> None:
+    async def _converge_pdb(self, isvc: Obj, inputs: deciding.Inputs, pdb: Obj | None, *,
+                            create: bool = True) -> None:
         if pdb is not None:
+            if inputs.pdb is None and not create:
+                return
             await self._apply(pdb, inputs.pdb)
         elif inputs.pdb is not None and _controlled_by(inputs.pdb, isvc):
             await self._delete(resources.PDBS, inputs.pdb)

@@ -89,8 +89,16 @@ def _reconciler(world: World, recorder: FakeRecorder | None = None, *, keda: boo
     )
 
 
-def _put_isvc(world: World, **kwargs: Any) -> Obj:
-    return world.put(r.INFERENCE_SERVICES, builders.isvc(**kwargs))
+def _put_isvc(world: World, *, workloads: bool = True, **kwargs: Any) -> Obj:
+    """The service, and (`workloads`) each declared component's Deployment or InferenceReplica as the
+    InferenceService controller would have made it: the autoscaler's objects follow their workload."""
+    isvc = world.put(r.INFERENCE_SERVICES, builders.isvc(**kwargs))
+    if workloads:
+        kind = r.INFERENCE_REPLICAS if kwargs.get("deploymentMode") == "OMENative" else r.DEPLOYMENTS
+        for component in ("engine", "decoder", "router"):
+            if isvc["spec"].get(component) is not None:
+                _workload(world, kind, None, component)
+    return isvc
 
 
 def _set_engine(world: World, engine: Obj) -> None:
@@ -108,13 +116,13 @@ def _entry(world: World, component: str = "engine") -> Obj:
     return dict((world.entries.published("demo", "llama") or {}).get(component) or {})
 
 
-def _workload(world: World, kind: Resource, replicas: int | None) -> Obj:
+def _workload(world: World, kind: Resource, replicas: int | None, component: str = "engine") -> Obj:
     spec: Obj = {} if replicas is None else {"replicas": replicas}
     isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
     assert isvc is not None
     owner = [{"uid": isvc["metadata"]["uid"], "controller": True, "kind": "InferenceService", "name": "llama"}]
-    return world.put(kind, {"metadata": {"name": "llama-engine", "namespace": "demo", "ownerReferences": owner,
-                                         "resourceVersion": "7"}, "spec": spec})
+    return world.put(kind, {"metadata": {"name": f"llama-{component}", "namespace": "demo",
+                                         "ownerReferences": owner, "resourceVersion": "7"}, "spec": spec})
 
 
 async def test_default_hpa_and_pdb_then_a_noop_reconcile_writes_nothing() -> None:
@@ -131,6 +139,34 @@ async def test_default_hpa_and_pdb_then_a_noop_reconcile_writes_nothing() -> Non
     world.writes.clear()
     await reconciler.reconcile(REQ)
     assert world.writes == []
+
+
+@pytest.mark.parametrize(("mode", "kind"), [("RawDeployment", r.DEPLOYMENTS), ("OMENative", r.INFERENCE_REPLICAS)])
+async def test_the_hpa_and_the_budget_are_created_once_their_workload_is_there(mode: str, kind: Resource) -> None:
+    # Made before it, the HPA controller would find no scale target: a FailedGetScale warning on every new
+    # service and one more HPA status write. The workload's event brings the service back.
+    world = World()
+    _put_isvc(world, workloads=False, deploymentMode=mode)
+    reconciler = _reconciler(world)
+    await reconciler.reconcile(REQ)
+    assert world.writes == []
+    assert _names(world, r.HPAS) == _names(world, r.PDBS) == set()
+    _workload(world, kind, 1)
+    await reconciler.reconcile(REQ)
+    assert _names(world, r.HPAS) == _names(world, r.PDBS) == {"llama-engine"}
+
+
+async def test_an_hpa_already_there_is_kept_and_updated_while_its_workload_is_gone() -> None:
+    world = World()
+    _put_isvc(world)
+    reconciler = _reconciler(world)
+    await reconciler.reconcile(REQ)
+    await world.delete(r.DEPLOYMENTS, "llama-engine", "demo")  # being replaced, say
+    _set_engine(world, {"minReplicas": 2, "maxReplicas": 5})
+    await reconciler.reconcile(REQ)
+    hpa = world.get_or_none(r.HPAS, "llama-engine", "demo")
+    assert hpa is not None and (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 5)
+    assert _names(world, r.PDBS) == {"llama-engine"}
 
 
 async def test_hpa_status_reaches_the_component_status() -> None:
