@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import copy
 import dataclasses
 import math
 import os
@@ -116,9 +117,10 @@ def _replica_objects(replica: Obj) -> list[Obj]:
 
 def floor_objects(i: int, mode: str, namespace: str, model: Obj, runtime: Obj,
                   engine_annotations: dict[str, str] | None = None) -> list[Obj]:
-    """Every object the manager creates for service i, but the InferenceReplica itself (the manager,
-    started after the floor, would take it up): the workload or the replica's objects, the Services, and
-    the autoscaler controller's HPA and PodDisruptionBudget."""
+    """Every object the manager creates for service i: the workload (a Deployment, or an InferenceReplica
+    with the count it is created with, then its objects), the Services, and the autoscaler controller's
+    HPA and PodDisruptionBudget. The replica has no finalizer: no replica controller runs in the floor
+    (it is deleted with the floor's namespace before the manager starts)."""
     isvc = isvc_body(i, mode, engine_annotations)
     isvc["metadata"].update(namespace=namespace, uid=FAKE_UID, generation=1)
     config = inferenceservice_config.parse(shipped_configmap(CONFIG_NS)["data"])  # what the manager reads
@@ -127,14 +129,19 @@ def floor_objects(i: int, mode: str, namespace: str, model: Obj, runtime: Obj,
                                    model_facts=workload_metadata.ModelFacts.from_object(model))
     out: list[Obj] = []
     for plan in plans:
-        out += workloads.render_component(isvc, plan, config, lws_served=False)
+        rendered = workloads.render_component(isvc, plan, config, lws_served=False)
+        initial = autoscaler_decide.initial_replicas(isvc, plan, runtime["spec"], config)
+        for obj in rendered:
+            if obj["kind"] == "InferenceReplica" and initial is not None:
+                obj["spec"]["replicas"] = initial
+        out += rendered
         runtime_component = runtime["spec"].get(components.RUNTIME_CONFIG_KEYS[plan.component]) or {}
         out += autoscaler_decide.desired_objects(isvc, plan, runtime_component, config)
     if (target := workloads.external_target(plans)) is not None:
         out.append(objects.external_service(isvc, target))
     result: list[Obj] = []
     for obj in out:
-        result += _replica_objects(obj) if obj["kind"] == "InferenceReplica" else [obj]
+        result += [obj, *_replica_objects(copy.deepcopy(obj))] if obj["kind"] == "InferenceReplica" else [obj]
     for obj in result:
         obj["metadata"].pop("ownerReferences", None)  # the owner does not exist: GC would delete them
         obj["metadata"].pop("uid", None)

@@ -72,3 +72,14 @@ async def test_each_change_writes_its_altered_objects_then_its_status(floor: Mod
         spec, applied, status = mine
         assert status[2] == 2  # the generation the spec patch made
         assert applied[2] == spec[2]["spec"]["engine"]["annotations"]  # this change's annotation
+
+
+def test_the_omenative_floor_creates_the_replica_with_its_count_before_its_objects(scale: ModuleType) -> None:
+    objs = scale.floor_objects(2, "OMENative", "ns", scale.model_body(), scale.runtime_body())
+    kinds = [o["kind"] for o in objs]
+    assert kinds.count("InferenceReplica") == 1
+    replica = objs[kinds.index("InferenceReplica")]
+    assert replica["spec"]["replicas"] == 1  # as the manager creates it: no /scale write by the HPA after
+    assert "finalizers" not in replica["metadata"]  # nothing in the floor would take one off
+    assert kinds.index("InferenceReplica") < kinds.index("Pod") < kinds.index("HorizontalPodAutoscaler")
+    assert all(o["metadata"]["namespace"] == "ns" and "ownerReferences" not in o["metadata"] for o in objs)
