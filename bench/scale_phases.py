@@ -244,12 +244,14 @@ async def follow(
         if check is not None:
             check()
         try:
-            async for kind, obj in client.watch(res, namespace, resource_version=version, timeout_seconds=10):
-                version = obj.get("metadata", {}).get("resourceVersion") or version
-                if kind in ("ADDED", "MODIFIED"):
-                    on_object(obj, time.monotonic() - started)
-                    if done():
-                        return
+            stream = client.watch(res, namespace, resource_version=version, timeout_seconds=10)
+            async with contextlib.aclosing(stream) as events:  # closed at once when done() ends the wait
+                async for kind, obj in events:
+                    version = obj.get("metadata", {}).get("resourceVersion") or version
+                    if kind in ("ADDED", "MODIFIED"):
+                        on_object(obj, time.monotonic() - started)
+                        if done():
+                            return
         except errors.ApiError:  # expired resourceVersion (410), a dropped stream: list again
             version = await relist()
 
