@@ -201,7 +201,16 @@ async def test_blue_green_group_never_leaves_old_engines_without_old_decoders(
             f"pd-engine.{namespace}.svc.cluster.local")
 
         watch = PairWatch(pairs={old["engine"]: old["decoder"]})
-        async with watching_pods(client, namespace, watch):
+        phases: set[str] = set()
+
+        def note_phases(event: str, isvc: Obj) -> None:
+            # From a watch: every status the coordination controller writes is seen, however brief (a poll
+            # on a loaded machine can miss all of a fast rollout's phases between two reads).
+            for g in ((isvc.get("status") or {}).get("rolloutCoordination") or {}).get("groups") or []:
+                phases.add(g.get("phase"))
+
+        async with watching_pods(client, namespace, watch), \
+                watching(client, INFERENCE_SERVICES, namespace, note_phases):
             await set_images(client, namespace, "pd", "sglang:2")
 
             async def new_hashes() -> dict[str, str] | None:
@@ -216,12 +225,8 @@ async def test_blue_green_group_never_leaves_old_engines_without_old_decoders(
 
             new = await eventually(new_hashes, timeout=60)
             watch.pairs[new["engine"]] = new["decoder"]
-            phases: set[str] = set()
 
             async def done() -> bool:
-                isvc = await client.get(INFERENCE_SERVICES, "pd", namespace)
-                for g in ((isvc.get("status") or {}).get("rolloutCoordination") or {}).get("groups") or []:
-                    phases.add(g.get("phase"))
                 with contextlib.suppress(AssertionError):
                     return bool(await settled(client, namespace, "pd", 2, 2) == new)
                 return False
