@@ -482,13 +482,14 @@ class InferenceServiceReconciler:
             # An OMENative replica is created with the count the autoscaler would set (no /scale after).
             initial = initial_replicas(isvc, plan, runtime_spec, self._config)
             counted = {"spec": {"replicas": initial}} if initial is not None else None
+            rest = [(obj, self._cached(obj)) for obj in desired if obj["kind"] not in _IDENTITY_KINDS]
+            replica = "InferenceReplica"
             if self._replica_teardown:
-                desired = [teardown.on_create(obj, self._cached(obj)) if obj["kind"] == "InferenceReplica"
-                           else obj for obj in desired]
+                rest = [(teardown.on_create(obj, cached) if obj["kind"] == replica else obj, cached)
+                        for obj, cached in rest]
             await asyncio.gather(*(
-                self._converge(obj, self._cached(obj),
-                               create_only=counted if obj["kind"] == "InferenceReplica" else None)
-                for obj in desired if obj["kind"] not in _IDENTITY_KINDS))
+                self._converge(obj, cached, create_only=counted if obj["kind"] == replica else None)
+                for obj, cached in rest))
             done.append(plan)
         return done, None
 
