@@ -40,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import apiserver_pprof  # noqa: E402
 import churn_floor  # noqa: E402
 import scale_phases as phases  # noqa: E402
 
@@ -527,7 +528,9 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
             phases.log(f"(a) raw floor: creating the objects of {args.n} services")
             floor0 = writes_by(cluster, FLOOR_USER)  # the audit log outlives `cluster down` in --state-dir
             floor_cpu0, floor_api0 = phases.cluster_cpu(cluster), phases.apiserver_counts(cluster)
-            out["floor"] = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
+            async with apiserver_pprof.phase(cluster, args.apiserver_profile, "floor") as pprof:
+                out["floor"] = await raw_floor(floor_client, args.n, args.mode, "bench-floor", model, runtime)
+            out["floor"]["pprof"] = _pprof_line(pprof, out["floor"]["times"][-1])
             out["floor"]["cluster_cpu"] = phases.cpu_delta(phases.cluster_cpu(cluster), floor_cpu0)
             out["floor"]["apiserver"] = phases.apiserver_counts(cluster) - floor_api0
             out["floor_writes"] = sum((writes_by(cluster, FLOOR_USER) - floor0).values())
@@ -542,7 +545,10 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
         phases.log(f"(b) manager: {args.n} InferenceServices")
         with manager_process(manager_kc, mlog, args.manager_arg) as mgr:
             with profiled(mgr.proc.pid, args.profile):
-                out["manager"] = await managed(admin, cluster, mgr.proc, args.n, args.mode, "bench-manager")
+                async with apiserver_pprof.phase(cluster, args.apiserver_profile, "manager") as pprof:
+                    out["manager"] = await managed(admin, cluster, mgr.proc, args.n, args.mode,
+                                                   "bench-manager")
+            out["manager"]["pprof"] = _pprof_line(pprof, out["manager"]["times"][-1])
             out["manager"]["queue"] = phases.queue_figures(mgr.metrics_url)
             if "idle" in sections:
                 phases.log(f"(c) idle {args.idle_seconds:.0f} s")
@@ -595,6 +601,12 @@ async def run(args: argparse.Namespace, cluster: Cluster) -> Obj:
                 if "standby" in sections:
                     out["standby"] = await _handovers(args, manager_kc, mlog, mgr, rss)
     return out
+
+
+def _pprof_line(recording: apiserver_pprof.Recording | None, seconds: float) -> str | None:
+    if recording is None:
+        return None
+    return apiserver_pprof.format_summary(recording, seconds, *apiserver_pprof.summarize(recording.files))
 
 
 async def _handovers(args: argparse.Namespace, kubeconfig: Path, mlog: Path, leader: Any,
@@ -695,9 +707,13 @@ def print_table(args: argparse.Namespace, out: Obj) -> None:
         print(f"cluster CPU s, (a) floor until all Ready: "
               f"{phases.format_cpu(floor['cluster_cpu'], floor['times'][-1])}")
         print(f"    apiserver {phases.format_counts(floor['apiserver'])}")
+        if floor.get("pprof"):
+            print(f"    {floor['pprof']}")
     spent = {**mgr["cluster_cpu"], "ome-manager": mgr["cpu"]}
     print(f"cluster CPU s, (b) manager until all Ready: {phases.format_cpu(spent, mgr['times'][-1])}")
     print(f"    apiserver {phases.format_counts(mgr['apiserver'])}")
+    if mgr.get("pprof"):
+        print(f"    {mgr['pprof']}")
     print("manager writes: " + ", ".join(f"{k} {v}" for k, v in sorted(mgr["writes"].items())))
     print(f"manager work queues until all Ready: {mgr['queue']}")
     if "idle" in out and out["idle"]["writes"]:
@@ -725,6 +741,8 @@ def main() -> None:
     parser.add_argument("--state-dir", type=Path, help="the cluster's directory (default: temporary)")
     parser.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
     parser.add_argument("--profile", type=Path, help="py-spy's collapsed stacks of the manager during (b)")
+    parser.add_argument("--apiserver-profile", type=Path,
+                        help="a directory for the apiserver's CPU profiles during (a) and (b), summarized")
     parser.add_argument("--manager-arg", action="append", default=[], help="extra ome-manager flag (repeat)")
     parser.add_argument("--profile-churn", type=Path, help="py-spy's collapsed stacks of the manager in (d)")
     parser.add_argument("--profile-coldstart", type=Path,

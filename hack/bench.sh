@@ -17,4 +17,4 @@ echo "== OMENative InferenceReplicas";     $py bench/bench_omenative.py "$kubeco
 echo "== Instance rollout (100 single-pod Instances, maxSurge 10%)"; $py bench/bench_rollout.py "$kubeconfig" 100
 echo "== the same with a 3 s pod start"; $py bench/bench_rollout.py "$kubeconfig" 100 --pod-start 3s
 echo "== fault suite (3 managers, 20 InferenceServices)"; $py bench/chaos.py --state-dir "$state" --services 20
-echo "== scale (a fresh cluster in the scale profile)"; $py bench/bench_scale.py --n 20 --idle-seconds 10 --churn-rate 10 --churn-seconds 5 --extra-pods 200 --settle-seconds 5
+echo "== scale (a fresh cluster in the scale profile)"; $py bench/bench_scale.py --n 20 --idle-seconds 10 --churn-rate 10 --churn-seconds 5 --extra-pods 200 --settle-seconds 5 --apiserver-profile "$(mktemp -d)"

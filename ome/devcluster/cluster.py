@@ -147,7 +147,8 @@ class Cluster:
             audit_policy = self.state_dir / "audit-policy.yaml"
             audit_policy.write_text(components.AUDIT_POLICY)
             apiserver = components.kube_apiserver(bin_dir, self.state_dir, keys, ports,
-                                                  audit_policy=audit_policy, audit_log=self.audit_log)
+                                                  audit_policy=audit_policy, audit_log=self.audit_log,
+                                                  profile=profile)
             self._start(state, apiserver, timeout, log, ready=lambda: _api_ready(api))
             kcm = components.kube_controller_manager(bin_dir, self.kubeconfig, keys, ports, profile=profile)
             self._start(state, supervised(kcm), timeout, log)

@@ -12,7 +12,9 @@ KWOK_NODE_LABEL = ("type", "kwok")
 PROFILES = ("default", "scale")
 """`default`: the components' own client limits. `scale`: kube-controller-manager and kube-scheduler with
 client limits and worker counts high enough that the apiserver and etcd, not these clients, set the pace
-(KCM's default of 20 requests/s caps pod creation near 10 per second)."""
+(KCM's default of 20 requests/s caps pod creation near 10 per second), and the apiserver's
+/debug/pprof served (to the admin only; it costs nothing until a profile is taken) so that a bench can
+say where the apiserver's CPU went."""
 
 SCALE_CLIENT = ("--kube-api-qps=500", "--kube-api-burst=1000")
 SCALE_KCM_WORKERS = ("--concurrent-deployment-syncs=50", "--concurrent-replicaset-syncs=50")
@@ -81,9 +83,10 @@ rules:
 
 def kube_apiserver(
     bin_dir: Path, state: Path, pki: Pki, ports: Ports, *, audit_policy: Path | None = None,
-    audit_log: Path | None = None,
+    audit_log: Path | None = None, profile: str = "default",
 ) -> Component:
     """With `audit_policy` and `audit_log`, writes are audited as JSON lines (see AUDIT_POLICY)."""
+    _check_profile(profile)
     argv = [
         str(bin_dir / "kube-apiserver"),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
@@ -95,7 +98,7 @@ def kube_apiserver(
         f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
         "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=RBAC", "--allow-privileged=true",
         # Loopback addresses are not valid Endpoints for the `kubernetes` Service; nothing here dials it.
-        "--endpoint-reconciler-type=none", "--profiling=false",
+        "--endpoint-reconciler-type=none", f"--profiling={str(profile == 'scale').lower()}",
     ]
     if audit_policy is not None and audit_log is not None:
         argv += [

@@ -70,12 +70,17 @@ class KubeApi:
 
     def text(self, path: str) -> str:
         """A GET of a non-JSON path (the apiserver's /metrics)."""
+        return self.data(path).decode()
+
+    def data(self, path: str, *, timeout: float | None = None) -> bytes:
+        """A GET of a path's bytes as served (a /debug/pprof profile); `timeout` overrides the client's."""
         req = urllib.request.Request(self.server + path, method="GET")
         if self._token:
             req.add_header("Authorization", self._token)
+        wait = self.timeout if timeout is None else timeout
         try:
-            with urllib.request.urlopen(req, context=self._ssl, timeout=self.timeout) as resp:  # noqa: S310
-                return str(resp.read().decode())
+            with urllib.request.urlopen(req, context=self._ssl, timeout=wait) as resp:  # noqa: S310
+                return bytes(resp.read())
         except urllib.error.HTTPError as exc:
             raise KubeApiError(exc.code, exc.read().decode(errors="replace")) from exc
 
