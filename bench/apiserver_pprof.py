@@ -130,7 +130,7 @@ def summarize(files: Sequence[Path], go: str | None = None) -> tuple[float, dict
 
 def format_summary(recording: Recording, phase_seconds: float, total: float, parts: dict[str, float]) -> str:
     shown = ", ".join(f"{label} {seconds:.1f}" for label, seconds in parts.items())
-    return (f"apiserver CPU profile over {recording.seconds:.0f} of {phase_seconds:.0f} s: "
+    return (f"apiserver CPU profile, {recording.seconds:.0f} s sampled (phase {phase_seconds:.0f} s): "
             f"{total:.1f} CPU s; {shown}")
 
 

@@ -86,7 +86,7 @@ def test_summarize_merges_the_chunks_with_go_tool_pprof(pprof: ModuleType, tmp_p
     assert round(total, 2) == 81.6 and round(parts["create"], 2) == 7.89
     kept = pprof.Recording(files=chunks, seconds=20)
     line = pprof.format_summary(kept, 23.4, total, parts)
-    assert line.startswith("apiserver CPU profile over 20 of 23 s: 81.6 CPU s; create 7.9, update 0.0,")
+    assert line.startswith("apiserver CPU profile, 20 s sampled (phase 23 s): 81.6 CPU s; create 7.9, update 0.0,")
 
 
 def test_only_the_scale_profile_serves_the_apiservers_pprof() -> None:
