@@ -56,6 +56,8 @@ class Recording:
 
     files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    error: str | None = None
+    """Why recording stopped before the phase ended (a cluster started without profiling answers 404)."""
 
 
 @asynccontextmanager
@@ -84,7 +86,11 @@ async def record(
 
     async def loop() -> None:
         while True:
-            data = await fetch(chunk)
+            try:
+                data = await fetch(chunk)
+            except Exception as exc:  # noqa: BLE001 - the phase's own figures must not be lost to it
+                kept.error = str(exc) or type(exc).__name__
+                return
             path = out_dir / f"{name}-{len(kept.files):03d}.pprof"
             path.write_bytes(data)
             kept.files.append(path)
@@ -129,9 +135,12 @@ def summarize(files: Sequence[Path], go: str | None = None) -> tuple[float, dict
 
 
 def format_summary(recording: Recording, phase_seconds: float, total: float, parts: dict[str, float]) -> str:
+    if recording.error is not None and not recording.files:
+        return f"apiserver CPU profile unavailable: {recording.error}"
     shown = ", ".join(f"{label} {seconds:.1f}" for label, seconds in parts.items())
+    stopped = f" (stopped early: {recording.error})" if recording.error else ""
     return (f"apiserver CPU profile, {recording.seconds:.0f} s sampled (phase {phase_seconds:.0f} s): "
-            f"{total:.1f} CPU s; {shown}")
+            f"{total:.1f} CPU s; {shown}{stopped}")
 
 
 def _seconds(value: str, unit: str) -> float:

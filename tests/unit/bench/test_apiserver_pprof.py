@@ -55,6 +55,34 @@ def test_chunks_are_kept_while_the_phase_runs_and_the_one_in_flight_is_dropped(
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["floor-000.pprof", "floor-001.pprof"]
 
 
+def test_a_failing_fetch_ends_the_recording_and_is_reported_not_raised(
+    pprof: ModuleType, tmp_path: Path,
+) -> None:
+    answers: list[bytes | Exception] = [b"one", RuntimeError("HTTP 404: 404 page not found")]
+    failed = asyncio.Event()
+
+    async def fetch(seconds: int) -> bytes:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            failed.set()
+            raise answer
+        return answer
+
+    async def scenario() -> object:
+        async with pprof.record(fetch, tmp_path, "manager", chunk=10) as kept:
+            await failed.wait()
+        return kept
+
+    kept = asyncio.run(scenario())
+    assert kept.error == "HTTP 404: 404 page not found"  # type: ignore[attr-defined]
+    assert kept.seconds == 10  # type: ignore[attr-defined]
+    line = pprof.format_summary(kept, 12.0, 1.0, {"create": 0.5})
+    assert line.endswith("(stopped early: HTTP 404: 404 page not found)")
+    nothing = pprof.Recording(error="HTTP 404: 404 page not found")
+    assert pprof.format_summary(nothing, 12.0, 0.0, {}) == (
+        "apiserver CPU profile unavailable: HTTP 404: 404 page not found")
+
+
 def test_top_output_is_read_as_cumulative_seconds_per_function(pprof: ModuleType) -> None:
     total, cum = pprof.parse_top(TOP)
     assert round(total, 2) == 81.6
