@@ -13,18 +13,16 @@ pay, the ClusterIP allocator, watch serving, the garbage collector.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from ome.devcluster.cluster import Cluster
-from ome.devcluster.kubeapi import KubeApi
-from ome.devcluster.pki import Pki
 
 CHUNK_SECONDS: Final = 10
 
@@ -55,18 +53,23 @@ class Recording:
     """The chunks one phase kept."""
 
     files: list[Path] = field(default_factory=list)
-    seconds: float = 0.0
+    chunk: int = CHUNK_SECONDS
     error: str | None = None
     """Why recording stopped before the phase ended (a cluster started without profiling answers 404)."""
 
+    @property
+    def seconds(self) -> int:
+        """The seconds the kept chunks cover."""
+        return len(self.files) * self.chunk
 
-@asynccontextmanager
+
+@contextlib.asynccontextmanager
 async def phase(cluster: Cluster, out_dir: Path | None, name: str) -> AsyncIterator[Recording | None]:
     """`record` of the cluster's apiserver into `out_dir` while the block runs; nothing without a dir."""
     if out_dir is None:
         yield None
         return
-    api = KubeApi(cluster.info().server, Pki(cluster.state_dir / "pki"))
+    api = cluster.admin_api()
 
     def fetch(seconds: int) -> Awaitable[bytes]:
         return asyncio.to_thread(api.data, f"/debug/pprof/profile?seconds={seconds}", timeout=seconds + 60)
@@ -75,36 +78,36 @@ async def phase(cluster: Cluster, out_dir: Path | None, name: str) -> AsyncItera
         yield kept
 
 
-@asynccontextmanager
+@contextlib.asynccontextmanager
 async def record(
     fetch: Callable[[int], Awaitable[bytes]], out_dir: Path, name: str, chunk: int = CHUNK_SECONDS,
 ) -> AsyncIterator[Recording]:
     """Profiles of `chunk` seconds, one after another, for as long as the block runs; `fetch(seconds)`
-    returns one profile. The one in flight at the end is cancelled and left out."""
+    returns one profile. The one in flight at the end is waited for and left out: the apiserver runs one
+    CPU profile at a time, and the next phase's would be refused while it runs."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    kept = Recording()
+    kept = Recording(chunk=chunk)
+    ended = False
 
     async def loop() -> None:
-        while True:
+        while not ended:
             try:
                 data = await fetch(chunk)
             except Exception as exc:  # noqa: BLE001 - the phase's own figures must not be lost to it
                 kept.error = str(exc) or type(exc).__name__
                 return
+            if ended:
+                return
             path = out_dir / f"{name}-{len(kept.files):03d}.pprof"
             path.write_bytes(data)
             kept.files.append(path)
-            kept.seconds += chunk
 
     task = asyncio.create_task(loop())
     try:
         yield kept
     finally:
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
+        ended = True
+        await task
 
 
 def parse_top(text: str) -> tuple[float, dict[str, float]]:

@@ -388,11 +388,7 @@ _LABEL = re.compile(r'(\w+)="([^"]*)"')
 def apiserver_counts(cluster: Cluster) -> collections.Counter[str]:
     """From the apiserver's /metrics: requests by `verb resource[/subresource]`, and the watch events it
     sent (`watch events <kind>`) and their JSON/protobuf bytes (`watch KiB <kind>`), all clients together."""
-    from ome.devcluster.kubeapi import KubeApi  # noqa: PLC0415 - only the bench's figures need it
-    from ome.devcluster.pki import Pki  # noqa: PLC0415
-
-    api = KubeApi(cluster.info().server, Pki(cluster.state_dir / "pki"), timeout=30)
-    return parse_apiserver_metrics(api.text("/metrics"))
+    return parse_apiserver_metrics(cluster.admin_api(timeout=30).text("/metrics"))
 
 
 def parse_apiserver_metrics(text: str) -> collections.Counter[str]:

@@ -211,7 +211,7 @@ class Cluster:
         _save_state(self.state_dir, state)
         processes.wait_healthy(component, comp["pid"], logfile, timeout)
         if name == "kube-apiserver":
-            api = KubeApi(state["server"], pki.Pki(self.state_dir / "pki"))
+            api = self.admin_api()
             _wait("kube-apiserver /readyz", lambda: _api_ready(api), timeout,
                   lambda: processes.tail(logfile))
 
@@ -268,6 +268,10 @@ class Cluster:
     def info(self) -> ClusterInfo:
         state = _load_state(self.state_dir) or {}
         return ClusterInfo(self.state_dir, self.kubeconfig, state.get("server", ""))
+
+    def admin_api(self, timeout: float = 10.0) -> KubeApi:
+        """The running cluster's apiserver as its admin (the bench's /metrics and /debug/pprof reads)."""
+        return KubeApi(self.info().server, pki.Pki(self.state_dir / "pki"), timeout=timeout)
 
     def pids(self) -> dict[str, int]:
         """The process id of each running component, by name (empty when there is no cluster)."""

@@ -45,6 +45,7 @@ def test_chunks_are_kept_while_the_phase_runs_and_the_one_in_flight_is_dropped(
             assert await asked.get() == 7  # the next chunk is asked for once the first is written
             answer.put_nowait(b"two")
             assert await asked.get() == 7  # the third is in flight when the phase ends
+            answer.put_nowait(b"three")  # answered only once the phase has ended: waited for, not kept
         return kept
 
     kept = asyncio.run(scenario())
@@ -112,7 +113,7 @@ def test_summarize_merges_the_chunks_with_go_tool_pprof(pprof: ModuleType, tmp_p
     assert argv_file.read_text().split() == ["tool", "pprof", "-top", "-cum", "-nodecount=100000",
                                              *map(str, chunks)]
     assert round(total, 2) == 81.6 and round(parts["create"], 2) == 7.89
-    kept = pprof.Recording(files=chunks, seconds=20)
+    kept = pprof.Recording(files=chunks, chunk=10)
     line = pprof.format_summary(kept, 23.4, total, parts)
     assert line.startswith("apiserver CPU profile, 20 s sampled (phase 23 s): 81.6 CPU s; create 7.9, update 0.0,")
 
