@@ -125,9 +125,17 @@ class CountingWriter:
         self.writes.append(("apply", res.kind, obj["metadata"]["name"]))
         return await self.client.apply(res, obj, **kwargs)
 
-    async def create(self, res: resources.Resource, obj: Obj, namespace: str | None = None) -> Obj:
+    async def create(self, res: resources.Resource, obj: Obj, namespace: str | None = None, **kwargs: Any) -> Obj:
         self.writes.append(("create", res.kind, obj["metadata"]["name"]))
-        return await self.client.create(res, obj, namespace)
+        return await self.client.create(res, obj, namespace, **kwargs)
+
+    async def get(self, res: resources.Resource, name: str, namespace: str | None = None) -> Obj:
+        return await self.client.get(res, name, namespace)
+
+    async def patch(self, res: resources.Resource, name: str, patch: Obj, namespace: str | None = None,
+                    **kwargs: Any) -> Obj:
+        self.writes.append(("patch", res.kind, name))
+        return await self.client.patch(res, name, patch, namespace, **kwargs)
 
     async def delete(
         self, res: resources.Resource, name: str, namespace: str | None = None, **kwargs: Any
@@ -161,6 +169,7 @@ async def running_manager(
     )
     writer = CountingWriter(client)
     ctrl._reconciler._writer = writer  # type: ignore[attr-defined]  # count writes without touching the client
+    ctrl._reconciler._posts.client = writer  # type: ignore[attr-defined]  # its creates by POST too
     # HPAs, ScaledObjects and PDBs are the autoscaler controller's, next to it in the same manager.
     scaling = config or InferenceServiceConfig()
     autoscaler_controller.add_to_manager(manager, scaling, config_namespace=config_namespace, entries=entries,

@@ -36,6 +36,7 @@ from ome.framework.client import Client
 from ome.framework.controller import Controller
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
+from ome.framework.post_creates import PostCreates
 from ome.framework.reconcile import Request
 from ome.resolution import autoscaler_objects, autoscaling, modes, naming
 
@@ -80,6 +81,7 @@ def add_to_manager(
         config_namespace=config_namespace,
         config_source=config_source,
         seen=cache.seen_version,
+        posts=PostCreates(manager.client),
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     spec_or_meta = predicates.or_(

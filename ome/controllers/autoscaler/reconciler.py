@@ -42,6 +42,7 @@ from ome.controllers.inferenceservice import converge, runtime_pinning
 from ome.framework import errors
 from ome.framework.events import EventRecorder
 from ome.framework.own_applies import OwnApplies, SeenVersion
+from ome.framework.post_creates import PostCreates
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
@@ -110,9 +111,11 @@ class AutoscalerReconciler:
         config_source: ConfigSource | None = None,
         clock: Callable[[], datetime] = _utcnow,
         seen: SeenVersion | None = None,
+        posts: PostCreates | None = None,
     ) -> None:
         self._reader = reader
         self._writer = writer
+        self._posts = posts  # HPAs and budgets created by POST (framework/post_creates.py)
         self._recorder = recorder
         self._config = config
         self._features = features
@@ -271,7 +274,7 @@ class AutoscalerReconciler:
     async def _apply(self, desired: Obj, cached: Mapping[str, Any] | None) -> None:
         # A cache older than our last apply is compared with that apply, not with itself (OwnApplies).
         await converge.converge(self._writer, desired, cached, applies=self._applied,
-                                field_manager=FIELD_MANAGER)
+                                field_manager=FIELD_MANAGER, posts=self._posts)
 
     async def _delete(self, res: Resource, obj: Mapping[str, Any]) -> None:
         await converge.delete(self._writer, res, obj, self._applied)

@@ -43,6 +43,7 @@ from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectations
+from ome.framework.post_creates import USER_AGENT_MANAGER, PostCreates
 from ome.framework.reconcile import Request, Result
 from ome.framework.write_behind import WriteBehind
 from ome.framework.written import CACHE_LAG_REQUEUE, WrittenVersions
@@ -95,6 +96,8 @@ class InferenceReplicaReconciler:
     ) -> None:
         self._client = client
         self._behind = write_behind
+        # Its Services were POSTed without a field manager before (recorded as the user agent's name).
+        self._posts = PostCreates(client, also=(USER_AGENT_MANAGER,))
         self._written: WrittenVersions = getattr(client, "written", None) or WrittenVersions()
         self._written.track(INFERENCE_REPLICAS)
         self._cache = cache
@@ -615,7 +618,7 @@ class InferenceReplicaReconciler:
                 if not self._create_behind(Request(ns, replica["metadata"]["name"]), body):
                     writes.append(self._create_service(body))
             elif drift.reasons(body, current):
-                writes.append(self._apply_service(body))
+                writes.append(self._apply_owned(SERVICES, body, current))
         for name, stale in existing.items():
             if (stale["metadata"].get("labels") or {}).get(services.REVISION_SERVICE_LABEL):
                 writes.append(self._delete(SERVICES, name, replica["metadata"]["namespace"]))
@@ -630,15 +633,25 @@ class InferenceReplicaReconciler:
         if self._behind.in_flight(key) is not None:
             return True  # its name carries its revision: the content in flight is the content wanted
         # False (inline) when there is no room, or its last create here failed: its error reaches this pass.
-        return self._behind.start(key, drift.desired_hash(body), owner, partial(self._create, SERVICES, body))
+        create = partial(self._create_owned, SERVICES, body)
+        return self._behind.start(key, drift.desired_hash(body), owner, create)
 
     async def _create_service(self, body: Obj) -> None:
-        await self._create(SERVICES, body)
+        await self._create_owned(SERVICES, body)
         if self._behind is not None:
             self._behind.clear((SERVICES.name, body["metadata"]["namespace"], body["metadata"]["name"]))
 
-    async def _apply_service(self, body: Obj) -> None:
-        await self._client.apply(SERVICES, body, field_manager=self._settings.serving_gate_controller)
+    async def _create_owned(self, res: resources.Resource, body: Obj) -> None:
+        """POST a child this controller converges by apply later (framework/post_creates.py); one that
+        exists already is left to the next pass's comparison."""
+        if await self._posts.create(res, body, self._settings.serving_gate_controller) is not None:
+            self.writes += 1
+
+    async def _apply_owned(self, res: resources.Resource, body: Obj, current: Mapping[str, Any]) -> None:
+        """Apply a drifted or changed child, its created fields moved to the apply entry first."""
+        manager = self._settings.serving_gate_controller
+        body = await self._posts.before_apply(res, body, current, manager)
+        self._posts.applied(await self._client.apply(res, body, field_manager=manager), manager)
         self.writes += 1
 
     # -- monitoring ---------------------------------------------------------------------------
@@ -652,12 +665,9 @@ class InferenceReplicaReconciler:
         existing = {m["metadata"]["name"]: m for m in self._owned(podmonitor.POD_MONITORS, replica)}
         current = existing.get(body["metadata"]["name"])
         if current is None:
-            await self._create(podmonitor.POD_MONITORS, body)
+            await self._create_owned(podmonitor.POD_MONITORS, body)
         elif drift.reasons(body, current):
-            await self._client.apply(
-                podmonitor.POD_MONITORS, body, field_manager=self._settings.serving_gate_controller
-            )
-            self.writes += 1
+            await self._apply_owned(podmonitor.POD_MONITORS, body, current)
 
     # -- status -------------------------------------------------------------------------------
 

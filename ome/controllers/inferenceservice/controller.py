@@ -47,6 +47,7 @@ from ome.framework.cache import SharedCache
 from ome.framework.controller import Controller
 from ome.framework.handlers import Obj
 from ome.framework.manager import Manager
+from ome.framework.post_creates import PostCreates
 from ome.framework.reconcile import Request
 from ome.resolution import accelerators, fine_tuned, naming, replica_refs
 
@@ -114,6 +115,7 @@ def add_to_manager(
         seen=cache.seen_version,
         write_behind=behind,
         replica_teardown=replica_teardown,
+        posts=PostCreates(manager.client),
     )
     controller = Controller(NAME, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     behind.bind(controller.queue.add_rate_limited, controller.queue.add)

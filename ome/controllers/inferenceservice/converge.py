@@ -14,6 +14,10 @@ the value the cached object holds, with the cached resourceVersion as a precondi
 would otherwise drop a field this manager set at create and no longer sends, and the precondition keeps
 a count someone changed meanwhile from being written back (409: requeued, decided again).
 
+With `posts` (framework/post_creates.py) a child is created by POST, which costs the apiserver about
+half a create by apply, and its fields are moved from the POST's `Update` entry to the `Apply` entry
+before its first apply, so that apply still drops what the desired object no longer sets.
+
 Should the apiserver still not hold a field as applied right after our own apply (a mutating webhook,
 a normalisation drift.py does not know), that field is not compared again for this object and hash:
 comparing it would re-apply on every reconcile. The fact is logged once.
@@ -29,6 +33,7 @@ import structlog
 from ome.controllers import drift
 from ome.framework import errors, resources
 from ome.framework.own_applies import OwnApplies
+from ome.framework.post_creates import PostCreates
 from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
 from ome.framework.write_behind import WriteBehind
@@ -123,12 +128,15 @@ async def converge(
     field_manager: str = FIELD_MANAGER,
     behind: WriteBehind | None = None,
     owner: Request | None = None,
+    posts: PostCreates | None = None,
 ) -> bool:
     """Apply `desired` unless the cached copy already matches it; True when it wrote (or started the
     write). `create_only` ({section: {field: value}}) is sent with the create only (see the module
     docstring). With `applies`, a cache that does not show our last apply of the object yet is compared
     with that apply instead (framework/own_applies.py). With `behind` and the `owner` to requeue should
-    it fail, a create runs beside the caller (framework/write_behind.py)."""
+    it fail, a create runs beside the caller (framework/write_behind.py). With `posts`, a create is a POST
+    and an apply of an object that may hold such a create's fields moves them first
+    (framework/post_creates.py)."""
     tolerated = tolerated or TOLERATED
     stamped = stamp(desired)
     res = resource_of(stamped)
@@ -146,8 +154,17 @@ async def converge(
         return False
     body = with_create_only(stamped, cached, create_only) if create_only else stamped
 
+    created = cached is None and ours is None
+
     async def write() -> None:
-        applied = await writer.apply(res, body, field_manager=field_manager, force=True)
+        applied = None
+        if posts is not None and created:
+            applied = await posts.create(res, body, field_manager)
+        if applied is None:
+            sent = body if posts is None else await posts.before_apply(res, body, cached, field_manager)
+            applied = await writer.apply(res, sent, field_manager=field_manager, force=True)
+            if posts is not None:
+                posts.applied(applied, field_manager)
         if isinstance(applied, Mapping):
             tolerated.record(stamped, applied)
         if applies is not None:
@@ -160,7 +177,6 @@ async def converge(
         log.info("Repairing drifted child", kind=stamped["kind"], child=meta["name"], fields=why[:10])
     # A create (nothing cached, nothing of ours pending) runs beside the pass when there is room; updates,
     # a create with no room and one that failed there are made inline.
-    created = cached is None and ours is None
     if behind is not None and owner is not None and created:
         if behind.start(key, drift.desired_hash(stamped), owner, write):
             return True

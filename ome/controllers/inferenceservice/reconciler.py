@@ -61,6 +61,7 @@ from ome.controllers.rolloutcoordination import condition as coordination_condit
 from ome.framework import errors
 from ome.framework.events import EventRecorder
 from ome.framework.own_applies import OwnApplies, SeenVersion
+from ome.framework.post_creates import PostCreates
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
@@ -180,8 +181,11 @@ class InferenceServiceReconciler:
         seen: SeenVersion | None = None,
         write_behind: WriteBehind | None = None,
         replica_teardown: bool = False,
+        posts: PostCreates | None = None,
     ) -> None:
         self._behind = write_behind
+        # Children are created by POST and their fields moved to the apply entry before a first apply.
+        self._posts = posts
         # The InferenceReplica controller runs beside this one: its teardown finalizer goes on at create.
         self._replica_teardown = replica_teardown
         # `seen` (SharedCache.seen_version): how far the children's informers have got, so that a pass
@@ -561,7 +565,8 @@ class InferenceServiceReconciler:
             # Read as the write is decided: a create of it that ended while this pass ran must be seen.
             cached = self._cached(desired)
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
-                                       applies=self._applies, behind=behind, owner=_PASS_OWNER.get())
+                                       applies=self._applies, behind=behind, owner=_PASS_OWNER.get(),
+                                       posts=self._posts)
 
     def _creates_on_their_way(self, isvc: Obj) -> bool:
         """Whether a create of this service's objects runs beside the pass (framework/write_behind.py)."""

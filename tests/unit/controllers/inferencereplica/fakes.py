@@ -51,6 +51,8 @@ class FakeApi:
         """Every create, delete and status update asked for, answered or not."""
         self._rv = 100
         self._uid = 0
+        self.created_by: dict[str, str | None] = {}
+        """name -> the field manager its create was sent with."""
 
     # -- test steering --------------------------------------------------------------------------
 
@@ -129,13 +131,16 @@ class FakeApi:
     async def is_served(self, res: Resource, *, timeout: float | None = None) -> bool:
         return res.plural in self.served
 
-    async def create(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+    async def create(
+        self, res: Resource, obj: Obj, namespace: str | None = None, *, field_manager: str | None = None
+    ) -> Obj:
         meta = obj["metadata"]
         await self._in_flight("create", meta["name"])
         key = self._key(res, meta["name"], namespace or meta.get("namespace"))
         if key in self.objects:
             raise errors.AlreadyExists(409, "AlreadyExists", f"{meta['name']} exists")
         self.writes.append(("create", res.kind, meta["name"]))
+        self.created_by[meta["name"]] = field_manager
         created = self.put(res, obj)
         self._event(res, "ADDED", created)
         return created
@@ -170,6 +175,7 @@ class FakeApi:
         *,
         patch_type: str = "merge",
         subresource: str | None = None,
+        field_manager: str | None = None,
     ) -> Obj:
         await self._in_flight("patch", name)
         current = self._existing(res, name, namespace)

@@ -133,7 +133,9 @@ class FakeWorld:
         self._held.clear()
         self.unshown.clear()
 
-    async def create(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+    async def create(
+        self, res: Resource, obj: Obj, namespace: str | None = None, *, field_manager: str | None = None
+    ) -> Obj:
         meta = obj["metadata"]
         self.writes.append(("create", res.kind, meta["name"]))
         key = _key(res, meta["name"], namespace or meta.get("namespace"))
