@@ -10,7 +10,8 @@ What a POST leaves: the fields sit in the creator's `Update` entry, where later 
 them (managed_fields.py). Before this manager's first apply of such an object, its managed fields are
 read (the cache drops them) and the `Update` entry is moved into the `Apply` entry by a merge patch of
 `metadata.managedFields` alone, under the resourceVersion read (a Conflict, any write since the read,
-reads again; `MOVE_ATTEMPTS` refusals fail the pass, which is retried). An object known to carry no such entry skips the read; per uid:
+reads again; `MOVE_ATTEMPTS` refusals fail the pass, which is retried). An object known to carry no such
+entry skips the read; per uid:
 
     unknown --read, no Update entry of ours-------------------> clean
     unknown --read, an Update entry of ours: managedFields moved--> clean
