@@ -410,12 +410,13 @@ class Client:
         timeout: float | None = None,
         idempotent: bool | None = None,
     ) -> Obj:
-        if method != "GET" and (fence := _write_fence.get()) is not None:
-            fence()
+        fence = _write_fence.get() if method != "GET" else None
+        if fence is not None:
+            fence()  # refused before the body is encoded; the transport asks again as the request goes out
         data = orjson.dumps(body) if body is not None else None
         raw = await self._transport.request(
             method, path, query=query, body=data, content_type=content_type, accept=accept, timeout=timeout,
-            idempotent=idempotent,
+            idempotent=idempotent, fence=fence,
         )
         try:
             decoded = orjson.loads(raw) if raw else {}

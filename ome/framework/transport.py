@@ -192,16 +192,19 @@ class Transport:
         accept: str = JSON,
         timeout: float | None = None,
         idempotent: bool | None = None,
+        fence: Callable[[], None] | None = None,
     ) -> bytes:
         """Send one request and return the body of the 2xx answer; anything else raises ApiError.
 
-        Failures are retried as `ClientSettings.retry` says; `idempotent` overrides the verb's.
+        Failures are retried as `ClientSettings.retry` says; `idempotent` overrides the verb's. `fence` is
+        called right before each attempt goes out, after any wait for the rate limit, and raises to refuse
+        it: a process stopped while a request waited must not send it on waking without asking again.
         """
         policy = self._settings.retry
         attempt = 0
         while True:
             try:
-                return await self._send_once(method, path, query, body, content_type, accept, timeout)
+                return await self._send_once(method, path, query, body, content_type, accept, timeout, fence)
             except errors.ApiError as error:
                 attempt += 1
                 delay = policy.delay(method, error, attempt, idempotent=idempotent)
@@ -225,6 +228,7 @@ class Transport:
         content_type: str | None,
         accept: str,
         timeout: float | None,
+        fence: Callable[[], None] | None = None,
     ) -> bytes:
         total = self._settings.timeout if timeout is None else timeout
         client_timeout = aiohttp.ClientTimeout(total=total, sock_connect=self._settings.connect_timeout)
@@ -234,6 +238,8 @@ class Transport:
                 _log.info("Waited before sending request", delay=round(delay, 3), verb=method, url=path)
             await asyncio.sleep(delay)
         headers = await self._headers(accept, content_type)
+        if fence is not None:
+            fence()
         try:
             async with session.request(
                 method,

@@ -276,6 +276,27 @@ async def test_writes_are_refused_by_the_fence_of_their_task(client: Client, fak
     await client.create(resources.CONFIGMAPS, cm("e"))  # other tasks are not fenced
 
 
+async def test_a_write_waiting_to_be_retried_asks_the_fence_again(client: Client, fake: FakeApiServer) -> None:
+    """A write that waited (for a retry here, or the rate limit) while the process lost its Lease is not
+    sent on waking: the fence is asked as each attempt goes out, not only when the call starts."""
+    fake.fail("POST", "/configmaps", 429, reason="TooManyRequests", headers={"Retry-After": "0"})
+    asked: list[int] = []
+
+    def fence() -> None:
+        asked.append(len([r for r in fake.requests if r.method == "POST"]))
+        if asked[-1] > 0:  # the first attempt was answered 429; the Lease went while the retry waited
+            raise errors.NotLeader(0, "NotLeader", "no lease")
+
+    async def leader_work() -> None:
+        fence_writes(fence)
+        with pytest.raises(errors.NotLeader):
+            await client.create(resources.CONFIGMAPS, cm("late"))
+
+    await asyncio.create_task(leader_work())
+    assert len([r for r in fake.requests if r.method == "POST"]) == 1
+    assert asked == [0, 0, 1]  # at the call, before the first attempt, before the retry
+
+
 async def test_per_call_timeout_raises_server_timeout(client: Client, fake: FakeApiServer) -> None:
     fake.fail("GET", "/configmaps/slow", 500, delay=5.0)
     started = time.monotonic()
