@@ -6,7 +6,8 @@ taken from the object's metadata unless given. Every call takes `timeout` in sec
 client default (`ClientSettings.timeout`). Errors are `errors.ApiError` subclasses.
 
 Writes can be fenced: `fence_writes(check)` makes every write sent from the current task, and from
-the tasks it creates afterwards, call `check()` first, which raises to refuse it. The manager fences its
+the tasks it creates afterwards, call `check()` first and again as each attempt goes out (after a wait
+for the rate limit or a retry), which raises to refuse it. The manager fences its
 leader work with "the Lease is still ours by our own clock", so a leader that was paused past its lease
 writes nothing once it wakes, while its standby-safe work (webhook registration) stays unfenced.
 """
