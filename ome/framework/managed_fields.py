@@ -29,23 +29,20 @@ REPLICAS: Final[Path] = ("f:spec", "f:replicas")
 
 
 def union(a: Mapping[str, Any], b: Mapping[str, Any]) -> FieldSet:
-    """The fields in either set."""
-    out: FieldSet = {k: _copy(v) for k, v in a.items()}
+    """The fields in either set (new dicts along the merged paths; the inputs are left as they are)."""
+    out: FieldSet = dict(a)
     for key, sub in b.items():
-        out[key] = union(out[key], sub) if key in out else _copy(sub)
+        out[key] = union(out[key], sub) if key in out else sub
     return out
 
 
 def without(fields: Mapping[str, Any], path: Path) -> FieldSet:
     """`fields` less the field at `path` and everything under it. A parent left with no member is
     removed too: an empty tree would mean the parent itself is a leaf of the set."""
-    out: FieldSet = {k: _copy(v) for k, v in fields.items()}
+    out: FieldSet = dict(fields)
     if not path or path[0] not in out:
         return out
-    if len(path) == 1:
-        del out[path[0]]
-        return out
-    rest = without(out[path[0]], path[1:])
+    rest = without(out[path[0]], path[1:]) if len(path) > 1 else {}
     if rest:
         out[path[0]] = rest
     else:
@@ -93,7 +90,3 @@ def upgraded(
             entry["time"] = base["time"]
         out.append(entry)
     return out
-
-
-def _copy(tree: Any) -> Any:
-    return {k: _copy(v) for k, v in tree.items()} if isinstance(tree, Mapping) else tree

@@ -56,6 +56,8 @@ class Client(Protocol):
         field_manager: str | None = None,
     ) -> Obj: ...
 
+    async def apply(self, res: Resource, obj: Obj, *, field_manager: str, force: bool = True) -> Obj: ...
+
 
 class PostCreates:
     """Creates by POST through `client`, and the move before a first apply, for a controller's field
@@ -123,6 +125,16 @@ class PostCreates:
             break
         self._learn(str(live_meta.get("uid") or ""), True)
         return body
+
+    async def apply(
+        self, res: Resource, body: Obj, cached: Mapping[str, Any] | None, field_manager: str
+    ) -> Obj:
+        """Server-side apply `body` once its object's created fields are moved (`before_apply`), and learn
+        from the answer (`applied`)."""
+        sent = await self.before_apply(res, body, cached, field_manager)
+        answer = await self.client.apply(res, sent, field_manager=field_manager, force=True)
+        self.applied(answer, field_manager)
+        return answer
 
     def applied(self, answer: Mapping[str, Any] | None, field_manager: str) -> None:
         """What an apply answered: clean unless an `Update` entry of ours is still there."""

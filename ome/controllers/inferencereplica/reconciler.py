@@ -649,9 +649,7 @@ class InferenceReplicaReconciler:
 
     async def _apply_owned(self, res: resources.Resource, body: Obj, current: Mapping[str, Any]) -> None:
         """Apply a drifted or changed child, its created fields moved to the apply entry first."""
-        manager = self._settings.serving_gate_controller
-        body = await self._posts.before_apply(res, body, current, manager)
-        self._posts.applied(await self._client.apply(res, body, field_manager=manager), manager)
+        await self._posts.apply(res, body, current, self._settings.serving_gate_controller)
         self.writes += 1
 
     # -- monitoring ---------------------------------------------------------------------------

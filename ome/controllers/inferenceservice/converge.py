@@ -161,10 +161,8 @@ async def converge(
         if posts is not None and created:
             applied = await posts.create(res, body, field_manager)
         if applied is None:
-            sent = body if posts is None else await posts.before_apply(res, body, cached, field_manager)
-            applied = await writer.apply(res, sent, field_manager=field_manager, force=True)
-            if posts is not None:
-                posts.applied(applied, field_manager)
+            applied = (await writer.apply(res, body, field_manager=field_manager, force=True) if posts is None
+                       else await posts.apply(res, body, cached, field_manager))
         if isinstance(applied, Mapping):
             tolerated.record(stamped, applied)
         if applies is not None:
