@@ -101,11 +101,11 @@ def add_to_manager(
                         watch_filters.spec_or_metadata_changed if spec_only else changed)
     # Only spec.replicas is read from a workload: the rollout's status updates would each cost a reconcile.
     deployments = cache.informer_for(resources.DEPLOYMENTS, label_selector=CHILD_SELECTOR)
-    controller.owns(deployments, "ome.io", "InferenceService", watch_filters.spec_or_metadata_changed)
+    controller.owns(deployments, "ome.io", "InferenceService", watch_filters.replicas_changed)
     # The InferenceService controller reads every replica (standalone ones carry no service label); a
     # replica's status moves at every Instance step, and only its spec.replicas is read here.
     replicas = cache.informer_for(resources.INFERENCE_REPLICAS)
-    controller.owns(replicas, "ome.io", "InferenceService", watch_filters.spec_or_metadata_changed)
+    controller.owns(replicas, "ome.io", "InferenceService", watch_filters.replicas_changed)
     for res in (resources.SERVING_RUNTIMES, resources.CLUSTER_SERVING_RUNTIMES):
         controller.watches(cache.informer_for(res), _runtime_users(cache, res.namespaced),
                            predicates.generation_changed)

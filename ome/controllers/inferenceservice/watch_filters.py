@@ -16,8 +16,11 @@ matter: a spec change then waits behind hundreds of pod updates before its obser
 Everything else the controller watches keeps every resourceVersion change.
 
 `spec_or_metadata_changed` is for a watcher that reads no status of the child at all: the autoscaler
-controller reads a Deployment's `spec.replicas` and a PodDisruptionBudget's spec and metadata, never
-their status, which kube-controller-manager rewrites several times per rollout.
+controller reads a PodDisruptionBudget's spec and metadata, never its status, which
+kube-controller-manager rewrites several times per rollout. `replicas_changed` is narrower still, for its
+workloads (Deployments, InferenceReplicas), of which it reads only `spec.replicas`: a new Deployment's
+revision annotation and a new replica's finalizer each cost it a pass per service otherwise (1,000 of its
+6,041 passes at N=1000).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ _METADATA: Final = (
     "generation", "labels", "annotations", "ownerReferences", "deletionTimestamp", "finalizers"
 )
 _POD_METADATA: Final = ("labels", "deletionTimestamp")
+_WORKLOAD_METADATA: Final = ("labels", "ownerReferences", "deletionTimestamp")
+"""What maps a workload to its service (owner) and says it is going."""
 
 Predicate = Callable[[EventType, Obj, "Obj | None"], bool]
 
@@ -57,6 +62,14 @@ def _metadata_changed(obj: Obj, old: Obj, keys: tuple[str, ...] = _METADATA) -> 
 def spec_or_metadata_changed(obj: Obj, old: Obj) -> bool:
     """MODIFIED only when the metadata or the spec (its generation) changed; status changes are dropped."""
     return _metadata_changed(obj, old)
+
+
+@_on_modified
+def replicas_changed(obj: Obj, old: Obj) -> bool:
+    """MODIFIED only when `spec.replicas`, the owner, the labels or the deletion changed."""
+    if _metadata_changed(obj, old, _WORKLOAD_METADATA):
+        return True
+    return (obj.get("spec") or {}).get("replicas") != (old.get("spec") or {}).get("replicas")
 
 
 def _available(obj: Obj) -> tuple[Any, ...] | None:

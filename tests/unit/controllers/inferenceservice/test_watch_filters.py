@@ -22,6 +22,7 @@ from ome.controllers.inferenceservice import controller as isvc_controller
 from ome.controllers.inferenceservice.watch_filters import (
     deployment_changed,
     pod_changed,
+    replicas_changed,
     spec_or_metadata_changed,
 )
 from ome.framework import transforms
@@ -173,6 +174,34 @@ def test_spec_or_metadata_changed_drops_status_only_updates() -> None:
     assert spec_or_metadata_changed("DELETED", old, None)
 
 
+def test_replicas_changed_passes_only_what_maps_or_scales_a_workload() -> None:
+    old = deployment()
+    revised = next_version(old)  # the deployment controller's first write of a new Deployment
+    revised["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": "1"}
+    assert not replicas_changed("MODIFIED", revised, old), "the autoscaler reads no annotation"
+    rolled = next_version(old)
+    rolled["metadata"]["generation"] = 2
+    rolled["spec"]["template"] = {"metadata": {"labels": {"a": "b"}}}
+    assert not replicas_changed("MODIFIED", rolled, old), "a template change leaves the count as it is"
+    finalized = next_version(replica())
+    finalized["metadata"]["finalizers"] = ["ome.io/inferencereplica"]
+    assert not replicas_changed("MODIFIED", finalized, replica())
+    scaled = next_version(old)
+    scaled["spec"]["replicas"] = 3
+    assert replicas_changed("MODIFIED", scaled, old)
+    orphaned = next_version(old)
+    orphaned["metadata"]["ownerReferences"] = []
+    assert replicas_changed("MODIFIED", orphaned, old)
+    going = next_version(old)
+    going["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert replicas_changed("MODIFIED", going, old)
+    relabelled = next_version(old)
+    relabelled["metadata"]["labels"] = {**old["metadata"]["labels"], "x": "y"}
+    assert replicas_changed("MODIFIED", relabelled, old)
+    assert replicas_changed("ADDED", old, None)
+    assert replicas_changed("DELETED", old, None)
+
+
 async def test_the_autoscaler_controller_skips_workload_and_budget_status_but_not_the_hpas() -> None:
     async with Client.from_configuration(Configuration(host="http://127.0.0.1:9")) as client:
         manager = Manager(client, ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0",
@@ -200,7 +229,12 @@ async def test_the_autoscaler_controller_skips_workload_and_budget_status_but_no
             manager.cache.informer_for(res)._notify("MODIFIED", moved, child)
         assert len(controller.queue) == 1, "of the four status updates only the HPA's is reported"
         assert await controller.queue.get() == Request("ns", "horizontalpodautoscaler")
-        scaled = next_version(progressed)
-        scaled["metadata"]["generation"] = 2  # kubectl scale: held or floored by the autoscaler
-        deployments._notify("MODIFIED", scaled, progressed)
+        revised = next_version(progressed)
+        revised["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": "1"}
+        deployments._notify("MODIFIED", revised, progressed)
+        assert len(controller.queue) == 0, "a workload's annotations are not read"
+        scaled = next_version(revised)
+        scaled["metadata"]["generation"] = 2
+        scaled["spec"]["replicas"] = 4  # kubectl scale: held or floored by the autoscaler
+        deployments._notify("MODIFIED", scaled, revised)
         assert await controller.queue.get() == Request("ns", "svc")
