@@ -69,7 +69,8 @@ BURST_REQUIRED: Final = ("burst is required to be greater than 0 when RateLimite
 
 
 def client_settings(args: argparse.Namespace) -> ClientSettings:
-    """The API clients' rate limit, as client-go reads --kube-api-qps/--kube-api-burst: no QPS, no limit
+    """The API clients' rate limit (one bucket per resource type, as the Go manager has a client per
+    resource type), as client-go reads --kube-api-qps/--kube-api-burst: no QPS, no limit
     (a burst alone has no effect); a QPS needs a burst above 0, else ValueError(BURST_REQUIRED)."""
     if args.kube_api_qps is None or args.kube_api_qps == 0:
         return ClientSettings(qps=0.0, burst=0)
@@ -136,9 +137,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="how long reconcilers use a read of inferenceservice-config before re-reading it "
                         '("0": every reconcile)')
     p.add_argument("--kube-api-qps", type=_non_negative_float, default=None,
-                   help="requests per second to the API server (default: no limit); needs --kube-api-burst")
+                   help="requests per second to the API server, per resource type (default: no limit); "
+                        "needs --kube-api-burst")
     p.add_argument("--kube-api-burst", type=int, default=0,
-                   help="requests sent at once before the --kube-api-qps rate applies; no effect without it")
+                   help="requests per resource type sent at once before the --kube-api-qps rate applies; "
+                        "no effect without it")
     p.add_argument("--inferenceservice-max-concurrent-reconciles", type=_positive, default=1,
                    help="InferenceServices reconciled at once")
     p.add_argument("--inferencereplica-max-concurrent-reconciles", type=_positive, default=1,

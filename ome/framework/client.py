@@ -144,7 +144,7 @@ class Client:
         timeout: float | None = None,
     ) -> Obj:
         accept = META_ACCEPT if metadata_only else JSON
-        return await self._call("GET", res.path(namespace, name), accept=accept, timeout=timeout)
+        return await self._call("GET", res.path(namespace, name), res, accept=accept, timeout=timeout)
 
     async def list_page(
         self,
@@ -169,7 +169,7 @@ class Client:
         _add(query, "resourceVersion", resource_version)
         _add(query, "resourceVersionMatch", resource_version_match if resource_version else None)
         accept = META_LIST_ACCEPT if metadata_only else JSON
-        return await self._call("GET", res.path(namespace), query=query, accept=accept, timeout=timeout)
+        return await self._call("GET", res.path(namespace), res, query=query, accept=accept, timeout=timeout)
 
     async def list(
         self,
@@ -269,7 +269,9 @@ class Client:
     ) -> Obj:
         query = _write_query(field_manager, dry_run)
         path = res.path(_namespace(res, namespace, obj))
-        created = await self._call("POST", path, query=query, body=obj, content_type=JSON, timeout=timeout)
+        created = await self._call(
+            "POST", path, res, query=query, body=obj, content_type=JSON, timeout=timeout
+        )
         if not dry_run:
             self.written.record(res, created)
         return created
@@ -304,7 +306,7 @@ class Client:
         content_type = PATCH_CONTENT_TYPES[patch_type]
         query = _write_query(field_manager, False)
         patched = await self._call(
-            "PATCH", path, query=query, body=patch, content_type=content_type, timeout=timeout,
+            "PATCH", path, res, query=query, body=patch, content_type=content_type, timeout=timeout,
             idempotent=idempotent or None,
         )
         self.written.record(res, patched)
@@ -328,7 +330,7 @@ class Client:
         path = res.path(_namespace(res, None, obj), _name(obj), subresource)
         query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
         applied = await self._call(
-            "PATCH", path, query=query, body=obj, content_type=APPLY_CONTENT_TYPE, timeout=timeout
+            "PATCH", path, res, query=query, body=obj, content_type=APPLY_CONTENT_TYPE, timeout=timeout
         )
         self.written.record(res, applied)
         return applied
@@ -362,6 +364,7 @@ class Client:
         result = await self._call(
             "DELETE",
             res.path(namespace, name),
+            res,
             body=body,
             content_type=JSON if body else None,
             timeout=timeout,
@@ -380,7 +383,7 @@ class Client:
         """Whether the apiserver serves `res` (optional CRDs such as KEDA or LeaderWorkerSet)."""
         prefix = f"/apis/{res.group}/{res.version}" if res.group else f"/api/{res.version}"
         try:
-            listing = await self._call("GET", prefix, timeout=timeout)
+            listing = await self._call("GET", prefix, None, timeout=timeout)
         except errors.NotFound:
             return False
         return any(r.get("name") == res.plural for r in listing.get("resources", ()))
@@ -395,7 +398,9 @@ class Client:
     ) -> Obj:
         path = res.path(_namespace(res, None, obj), _name(obj), subresource)
         query = _write_query(field_manager, False)
-        updated = await self._call("PUT", path, query=query, body=obj, content_type=JSON, timeout=timeout)
+        updated = await self._call(
+            "PUT", path, res, query=query, body=obj, content_type=JSON, timeout=timeout
+        )
         self.written.record(res, updated)
         return updated
 
@@ -403,6 +408,7 @@ class Client:
         self,
         method: str,
         path: str,
+        res: Resource | None = None,
         *,
         query: Query = (),
         body: object = None,
@@ -417,7 +423,7 @@ class Client:
         data = orjson.dumps(body) if body is not None else None
         raw = await self._transport.request(
             method, path, query=query, body=data, content_type=content_type, accept=accept, timeout=timeout,
-            idempotent=idempotent, fence=fence,
+            idempotent=idempotent, fence=fence, resource=res.name if res is not None else "",
         )
         try:
             decoded = orjson.loads(raw) if raw else {}

@@ -23,7 +23,7 @@ import contextlib
 import random
 import re
 import ssl
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -35,7 +35,7 @@ from yarl import URL
 
 from ome.framework import errors, tls_buffers
 from ome.framework.kubeconfig import ConnectionSettings, from_configuration
-from ome.framework.ratelimit import BucketRateLimiter
+from ome.framework.ratelimit import BucketRateLimiter, Clock
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import Configuration
@@ -149,9 +149,11 @@ class Transport:
         self._connection = configuration
         self._token = configuration.token
         self._settings = settings or ClientSettings()
-        self._throttle = (
-            BucketRateLimiter(self._settings.qps, self._settings.burst) if self._settings.qps > 0 else None
-        )
+        # One bucket per resource type, as the Go manager has a client (and so a rate limiter) per
+        # resource type: a burst of Service creates does not hold back the replicas' pod writes.
+        self._throttles: dict[str, BucketRateLimiter] = {}
+        self._sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        self._clock: Clock | None = None  # the buckets' clock; tests inject one
         self._host = str(configuration.host).rstrip("/")
         self._ssl = _ssl_context(configuration) if self._host.startswith("https:") else None
         self._extra: dict[str, Any] = {}
@@ -193,18 +195,23 @@ class Transport:
         timeout: float | None = None,
         idempotent: bool | None = None,
         fence: Callable[[], None] | None = None,
+        resource: str = "",
     ) -> bytes:
         """Send one request and return the body of the 2xx answer; anything else raises ApiError.
 
         Failures are retried as `ClientSettings.retry` says; `idempotent` overrides the verb's. `fence` is
         called right before each attempt goes out, after any wait for the rate limit, and raises to refuse
         it: a process stopped while a request waited must not send it on waking without asking again.
+        `resource` names the rate-limit bucket (`ClientSettings.qps` applies per resource type, its
+        subresources included; requests that name none share one bucket).
         """
         policy = self._settings.retry
         attempt = 0
         while True:
             try:
-                return await self._send_once(method, path, query, body, content_type, accept, timeout, fence)
+                return await self._send_once(
+                    method, path, query, body, content_type, accept, timeout, fence, resource
+                )
             except errors.ApiError as error:
                 attempt += 1
                 delay = policy.delay(method, error, attempt, idempotent=idempotent)
@@ -229,14 +236,16 @@ class Transport:
         accept: str,
         timeout: float | None,
         fence: Callable[[], None] | None = None,
+        resource: str = "",
     ) -> bytes:
         total = self._settings.timeout if timeout is None else timeout
         client_timeout = aiohttp.ClientTimeout(total=total, sock_connect=self._settings.connect_timeout)
         session = self._session()
-        if self._throttle is not None and (delay := self._throttle.when(None)) > 0:
+        throttle = self._throttle(resource)
+        if throttle is not None and (delay := throttle.when(None)) > 0:
             if delay > SLOW_THROTTLE:  # client-go's message: the QPS/burst limit is too low
                 _log.info("Waited before sending request", delay=round(delay, 3), verb=method, url=path)
-            await asyncio.sleep(delay)
+            await self._sleep(delay)
         headers = await self._headers(accept, content_type)
         if fence is not None:
             fence()
@@ -268,6 +277,15 @@ class Transport:
             # The error's traceback holds this frame: with `error` (and the response) still in its locals
             # they would form a cycle that waits for the collector's next full pass (failed_frames.py).
             del error, resp, data
+
+    def _throttle(self, resource: str) -> BucketRateLimiter | None:
+        if self._settings.qps <= 0:
+            return None
+        bucket = self._throttles.get(resource)
+        if bucket is None:
+            bucket = BucketRateLimiter(self._settings.qps, self._settings.burst, clock=self._clock)
+            self._throttles[resource] = bucket
+        return bucket
 
     @asynccontextmanager
     async def stream(

@@ -597,3 +597,30 @@ async def test_an_api_error_is_freed_without_the_cyclic_collector(client: Client
         assert ref is not None and ref() is None, "the Conflict outlived its handler: a reference cycle"
     finally:
         gc.enable()
+
+
+async def test_qps_limit_applies_per_resource_type(fake: FakeApiServer) -> None:
+    """controller-manager-flags.md: `--kube-api-qps` bounds each API client, and the manager has a client
+    per resource type. So a resource type's burst spent does not delay another type's requests, and a
+    status write shares its resource's bucket."""
+    from tests.unit.framework.fakeclock import FakeClock
+
+    waits: list[float] = []
+
+    async def record(delay: float) -> None:
+        waits.append(delay)
+
+    async with make_client(fake, qps=2.0, burst=2) as limited:
+        limited._transport._clock = FakeClock()
+        limited._transport._sleep = record
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q", "namespace": "default"}}
+        made = await limited.create(resources.PODS, pod)
+        await limited.update_status(resources.PODS, made)  # the pods burst is spent
+        assert waits == []
+        with pytest.raises(errors.NotFound):
+            await limited.get(resources.CONFIGMAPS, "c", "default")  # its own bucket: no wait
+        assert waits == []
+        await limited.get(resources.PODS, "q", "default")
+        assert waits == [pytest.approx(0.5)]  # the next pods token, at 2 a second
+        await limited.get(resources.PODS, "q", "default")
+        assert waits == [pytest.approx(0.5), pytest.approx(1.0)]
