@@ -697,6 +697,8 @@ class InferenceReplicaReconciler:
         old = replica.get("status") or {}
         if status_defer.gate_follows(old, new, opened_gates=plan.open_gates, events=plan.events):
             plan.wake(status_defer.GATE_RECHECK)  # the pods' Ready brings the pass that writes
+        elif (wait := status_defer.start_counts_wait(old, new, now=ctx.now, events=plan.events)) is not None:
+            plan.wake(wait)  # the pods' start brings the pass that writes
         elif new != old:
             await self._update_status(replica, new)
             log.debug("status updated", replicas=new.get("replicas"), ready=new.get("readyReplicas"))
