@@ -25,6 +25,7 @@ cache shows the other (the budget's, absent while just created); the reconciler'
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
@@ -181,10 +182,18 @@ class AutoscalerReconciler:
         # pass back): an HPA made before its target gets a FailedGetScale warning event and a status
         # write from the HPA controller, and one more status write once the target is there.
         follows = inputs.workload is None and plan.mode in _WORKLOADS
-        await self._converge_scaler(isvc, inputs, desired, create=not follows)
+        self._check_scaler_owner(isvc, inputs, desired)  # a stranger's scaler fails the component unwritten
+        writes = [self._converge_scaler(isvc, inputs, desired, create=not follows)]
+        if desired.pdb_error is None:
+            # The scaler and the budget are independent objects: written together, one round trip (two
+            # on an object's first change after its POST, which moves its fields first), not two.
+            writes.append(self._converge_pdb(isvc, inputs, desired.pdb, create=not follows))
+        failures = [r for r in await asyncio.gather(*writes, return_exceptions=True)
+                    if isinstance(r, BaseException)]
+        if failures:
+            raise failures[0]
         if desired.pdb_error is not None:
             raise ComponentFailed(desired.pdb_error)
-        await self._converge_pdb(isvc, inputs, desired.pdb, create=not follows)
         if desired.scale_to is not None and inputs.workload is not None:
             await self._scale(plan.mode, inputs.workload, desired.scale_to)
         now = self._clock()
@@ -242,18 +251,13 @@ class AutoscalerReconciler:
     async def _converge_scaler(self, isvc: Obj, inputs: deciding.Inputs, desired: deciding.Desired, *,
                                create: bool = True) -> None:
         """`create=False`: a scaler not there yet is not made (nor is the old one deleted)."""
-        existing = {"HorizontalPodAutoscaler": inputs.hpa, "ScaledObject": inputs.scaled_object}
+        existing = _scalers(inputs)
         if desired.scaler is not None:
             kind = desired.scaler["kind"]
             cached = existing[kind]
             if cached is None and not create:
                 return
-            if cached is not None and not _controlled_by(cached, isvc):
-                meta = cached["metadata"]
-                raise ComponentFailed(
-                    f"{kind} {meta.get('namespace')}/{meta['name']} is not controlled by expected owner "
-                    f"InferenceService {isvc['metadata']['name']}"
-                )
+            self._check_scaler_owner(isvc, inputs, desired)
             await self._apply(desired.scaler, cached)
         # The new scaler exists before the old one goes (a failed create leaves the old one scaling).
         wanted = {desired.scaler["kind"]} if desired.scaler is not None else set()
@@ -261,6 +265,21 @@ class AutoscalerReconciler:
             if cached is None or kind in wanted or kind in desired.keep or not _controlled_by(cached, isvc):
                 continue
             await self._delete(_SCALER_RESOURCES[kind], cached)
+
+    @staticmethod
+    def _check_scaler_owner(isvc: Obj, inputs: deciding.Inputs, desired: deciding.Desired) -> None:
+        """ComponentFailed when the desired scaler's name is held by an object this service does not
+        control."""
+        if desired.scaler is None:
+            return
+        kind = desired.scaler["kind"]
+        cached = _scalers(inputs)[kind]
+        if cached is not None and not _controlled_by(cached, isvc):
+            meta = cached["metadata"]
+            raise ComponentFailed(
+                f"{kind} {meta.get('namespace')}/{meta['name']} is not controlled by expected owner "
+                f"InferenceService {isvc['metadata']['name']}"
+            )
 
     async def _converge_pdb(self, isvc: Obj, inputs: deciding.Inputs, pdb: Obj | None, *,
                             create: bool = True) -> None:
@@ -317,3 +336,8 @@ def _controlled_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:
     uid = isvc["metadata"].get("uid")
     refs: Sequence[Mapping[str, Any]] = child["metadata"].get("ownerReferences") or []
     return any(ref.get("uid") == uid and ref.get("controller") for ref in refs)
+
+
+def _scalers(inputs: deciding.Inputs) -> dict[str, Mapping[str, Any] | None]:
+    """The cached scaler of each kind the component may have."""
+    return {"HorizontalPodAutoscaler": inputs.hpa, "ScaledObject": inputs.scaled_object}

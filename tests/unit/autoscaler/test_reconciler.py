@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from datetime import UTC, datetime
 from typing import Any
@@ -255,6 +256,31 @@ async def test_a_stranger_under_our_name_fails_the_component() -> None:
     with pytest.raises(rec.ComponentFailed, match="is not controlled by expected owner"):
         await _reconciler(world).reconcile(REQ)
     assert _entry(world) == {}  # status stops updating
+    assert not _names(world, r.PDBS)  # and the budget, written beside the scaler otherwise, is not made
+
+
+class _BudgetFirst(World):
+    """The scaler's write answers only once the budget's has been sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.budget_sent = asyncio.Event()
+
+    async def apply(self, res: Resource, obj: Obj, *, field_manager: str, force: bool = True,
+                    subresource: str | None = None) -> Obj:
+        if res == r.PDBS:
+            self.budget_sent.set()
+        elif res == r.HPAS:
+            await asyncio.wait_for(self.budget_sent.wait(), 10)  # one write after the other never gets past
+        return await super().apply(res, obj, field_manager=field_manager, force=force, subresource=subresource)
+
+
+async def test_the_scaler_and_the_budget_are_written_together() -> None:
+    """Independent objects, one round trip: the budget's write does not wait for the scaler's answer."""
+    world = _BudgetFirst()
+    _put_isvc(world)
+    await _reconciler(world).reconcile(REQ)
+    assert _names(world, r.HPAS) == _names(world, r.PDBS) == {"llama-engine"}
 
 
 async def test_a_pdb_ome_did_not_create_fails_preflight() -> None:
