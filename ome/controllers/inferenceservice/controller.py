@@ -64,6 +64,11 @@ informer of each selector would hold and decode every one of them twice (N=1000:
 Services), so they are read from the OMENative informers instead."""
 _SPLIT_BY_MANAGER: Final = (resources.PODS, resources.SERVICES)
 REPLICA_REF_INDEX: Final = "replica-ref"
+_CHILD_FILTERS: Final = {
+    resources.DEPLOYMENTS: watch_filters.deployment_changed,
+    resources.SERVICES: watch_filters.service_changed,
+}
+"""Children whose events are filtered to what can change the output (watch_filters.py)."""
 
 
 class Lister(Protocol):
@@ -134,8 +139,7 @@ def add_to_manager(
         # The OMENative Services are the replicas' children, never this controller's: not watched here.
         selector = NOT_OMENATIVE_SELECTOR if res in _SPLIT_BY_MANAGER else CHILD_SELECTOR
         informer = cache.informer_for(res, label_selector=selector)
-        changed = (watch_filters.deployment_changed if res == resources.DEPLOYMENTS
-                   else predicates.resource_version_changed)
+        changed = _CHILD_FILTERS.get(res, predicates.resource_version_changed)
         controller.owns(informer, "ome.io", "InferenceService", changed)
     _watch_replicas(controller, cache)
     _watch_routing(controller, cache, reconciler.routing.resources())

@@ -13,6 +13,10 @@ matter: a spec change then waits behind hundreds of pod updates before its obser
 - engine Pod: creation, deletion and label changes (the model copies and Pending/Loading count pods),
   and the main container's failure (status.main_container_failure: BlockedByFailedLoad).
 
+- Service: its metadata and its spec (a Service has no generation). Its status (a load balancer's) is
+  not read, and the one move of a POSTed Service's fields to the apply entry (framework/post_creates.py)
+  changes only its managed fields, which the informer drops: that write's event cost a pass per Service.
+
 Everything else the controller watches keeps every resourceVersion change.
 
 `spec_or_metadata_changed` is for a watcher that reads no status of the child at all: the autoscaler
@@ -88,6 +92,12 @@ def _trouble(obj: Obj) -> tuple[Any, ...]:
 def deployment_changed(obj: Obj, old: Obj) -> bool:
     """MODIFIED only when the metadata, the spec or the Available condition changed."""
     return _metadata_changed(obj, old) or _available(obj) != _available(old) or _trouble(obj) != _trouble(old)
+
+
+@_on_modified
+def service_changed(obj: Obj, old: Obj) -> bool:
+    """MODIFIED only when the Service's metadata or spec changed."""
+    return _metadata_changed(obj, old) or obj.get("spec") != old.get("spec")
 
 
 @_on_modified

@@ -23,6 +23,7 @@ from ome.controllers.inferenceservice.watch_filters import (
     deployment_changed,
     pod_changed,
     replicas_changed,
+    service_changed,
     spec_or_metadata_changed,
 )
 from ome.framework import transforms
@@ -131,7 +132,7 @@ async def wired() -> AsyncIterator[tuple[Manager, Controller]]:
         yield manager, isvc_controller.add_to_manager(manager, InferenceServiceConfig())
 
 
-@pytest.mark.parametrize("kind", ["deployment", "pod", "omenative-pod"])
+@pytest.mark.parametrize("kind", ["deployment", "service", "pod", "omenative-pod"])
 async def test_the_controller_enqueues_only_events_that_can_change_its_output(
     wired: tuple[Manager, Controller], kind: str
 ) -> None:
@@ -143,6 +144,12 @@ async def test_the_controller_enqueues_only_events_that_can_change_its_output(
         quiet["status"]["readyReplicas"] = 1
         loud = next_version(quiet)
         loud["status"]["conditions"][1] = {"type": "Available", "status": "True"}
+    elif kind == "service":
+        informer = manager.cache.informer_for(resources.SERVICES, label_selector=isvc_controller.NOT_OMENATIVE_SELECTOR)
+        old = service()
+        quiet = next_version(old)
+        loud = next_version(quiet)
+        loud["spec"]["ports"] = [{"port": 9090}]
     else:
         selector = (isvc_controller.OMENATIVE_SELECTOR if kind == "omenative-pod"
                     else isvc_controller.NOT_OMENATIVE_SELECTOR)  # the controller watches both pod informers
@@ -157,6 +164,30 @@ async def test_the_controller_enqueues_only_events_that_can_change_its_output(
     assert len(controller.queue) == 0
     informer._notify("MODIFIED", loud, quiet)
     assert len(controller.queue) == 1
+
+
+def service() -> Obj:
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "svc-engine", "namespace": "ns", "resourceVersion": "1",
+                         "labels": {naming.ISVC_LABEL: "svc"}, "ownerReferences": [OWNER]},
+            "spec": {"clusterIP": "10.0.0.7", "ports": [{"port": 8080}]}, "status": {"loadBalancer": {}}}
+
+
+def test_service_changed_drops_writes_that_leave_spec_and_metadata_as_they_were() -> None:
+    old = service()
+    moved = next_version(old)  # the move of its created fields: managed fields only, which the cache drops
+    assert not service_changed("MODIFIED", moved, old)
+    balanced = next_version(old)
+    balanced["status"] = {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}
+    assert not service_changed("MODIFIED", balanced, old), "the controller reads no Service status"
+    edited = next_version(old)
+    edited["spec"]["ports"] = [{"port": 9090}]  # a Service has no generation: the spec itself is compared
+    assert service_changed("MODIFIED", edited, old)
+    annotated = next_version(old)
+    annotated["metadata"]["annotations"] = {"a": "b"}
+    assert service_changed("MODIFIED", annotated, old)
+    assert service_changed("ADDED", old, None)
+    assert service_changed("DELETED", old, None)
 
 
 def test_spec_or_metadata_changed_drops_status_only_updates() -> None:
