@@ -6,7 +6,9 @@ those fields reach this controller's output. Each event that cannot change the o
 reconcile (resolution, rendering, every child compared), so at scale they crowd out the reconciles that
 matter: a spec change then waits behind hundreds of pod updates before its observedGeneration is written.
 
-- Deployment: its metadata (drift, owner, deletion), its spec (generation) and its `Available` condition,
+- Deployment: its metadata (drift, owner, deletion; not kube-controller-manager's revision annotation,
+  which neither drift nor the status reads: it cost a pass per new Deployment and per rollout), its spec
+  (generation) and its `Available` condition,
   the status the InferenceService reports from it (status.workload_condition), and whether it is
   `Progressing` and free of a `ReplicaFailure` (True/False only), which end the hold on a new service's
   first status (status.first_write_deferral).
@@ -39,6 +41,9 @@ _METADATA: Final = (
     "generation", "labels", "annotations", "ownerReferences", "deletionTimestamp", "finalizers"
 )
 _POD_METADATA: Final = ("labels", "deletionTimestamp")
+_DEPLOYMENT_METADATA: Final = tuple(key for key in _METADATA if key != "annotations")
+DEPLOYMENT_REVISION: Final = "deployment.kubernetes.io/revision"
+"""kube-controller-manager's count of a Deployment's rollouts: no field of ours, read by no one here."""
 _WORKLOAD_METADATA: Final = ("labels", "ownerReferences", "deletionTimestamp")
 """What maps a workload to its service (owner) and says it is going."""
 
@@ -91,7 +96,14 @@ def _trouble(obj: Obj) -> tuple[Any, ...]:
 @_on_modified
 def deployment_changed(obj: Obj, old: Obj) -> bool:
     """MODIFIED only when the metadata, the spec or the Available condition changed."""
-    return _metadata_changed(obj, old) or _available(obj) != _available(old) or _trouble(obj) != _trouble(old)
+    if _metadata_changed(obj, old, _DEPLOYMENT_METADATA) or _annotations(obj) != _annotations(old):
+        return True
+    return _available(obj) != _available(old) or _trouble(obj) != _trouble(old)
+
+
+def _annotations(obj: Obj) -> dict[str, Any]:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return {k: v for k, v in annotations.items() if k != DEPLOYMENT_REVISION}
 
 
 @_on_modified

@@ -77,6 +77,16 @@ def test_deployment_progress_without_availability_change_is_filtered() -> None:
     assert not deployment_changed("MODIFIED", new, old)
 
 
+def test_the_deployment_controller_s_revision_annotation_alone_is_filtered() -> None:
+    old = deployment()
+    revised = next_version(old)  # kube-controller-manager's first write of a new Deployment, or a rollout's
+    revised["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": "1"}
+    assert not deployment_changed("MODIFIED", revised, old)
+    ours = next_version(revised)
+    ours["metadata"]["annotations"] = {**revised["metadata"]["annotations"], "ome.io/desired-hash": "x"}
+    assert deployment_changed("MODIFIED", ours, revised), "an annotation of ours may have drifted"
+
+
 def test_deployment_available_flip_spec_and_metadata_changes_pass() -> None:
     old = deployment()
     available = next_version(old)
