@@ -25,7 +25,6 @@ cache shows the other (the budget's, absent while just created); the reconciler'
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
@@ -47,6 +46,7 @@ from ome.framework.post_creates import PostCreates
 from ome.framework.reconcile import Request, Result, RetryError
 from ome.framework.store import OWNER_INDEX
 from ome.framework.timefmt import format_time
+from ome.framework.together import all_settled
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import autoscaler_policy, autoscaling, modes, naming
 from ome.resolution.autoscaling import PolicyHold
@@ -188,10 +188,7 @@ class AutoscalerReconciler:
             # The scaler and the budget are independent objects: written together, one round trip (two
             # on an object's first change after its POST, which moves its fields first), not two.
             writes.append(self._converge_pdb(isvc, inputs, desired.pdb, create=not follows))
-        failures = [r for r in await asyncio.gather(*writes, return_exceptions=True)
-                    if isinstance(r, BaseException)]
-        if failures:
-            raise failures[0]
+        await all_settled(*writes)
         if desired.pdb_error is not None:
             raise ComponentFailed(desired.pdb_error)
         if desired.scale_to is not None and inputs.workload is not None:
@@ -257,8 +254,7 @@ class AutoscalerReconciler:
             cached = existing[kind]
             if cached is None and not create:
                 return
-            self._check_scaler_owner(isvc, inputs, desired)
-            await self._apply(desired.scaler, cached)
+            await self._apply(desired.scaler, cached)  # its owner was checked before any write (_component)
         # The new scaler exists before the old one goes (a failed create leaves the old one scaling).
         wanted = {desired.scaler["kind"]} if desired.scaler is not None else set()
         for kind, cached in existing.items():

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping
+from collections.abc import Callable, Coroutine, Hashable, Mapping
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Final
@@ -38,7 +38,7 @@ from ome.controllers.inferencereplica.create_holds import CreateHolds
 from ome.controllers.rolloutcanary import hold as held
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.controllers.serving_gate import set_serving_gate
-from ome.framework import errors
+from ome.framework import errors, together
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
@@ -155,7 +155,9 @@ class InferenceReplicaReconciler:
         if data is None:
             return Result()  # modelRef/runtimeRef rendering is the InferenceService controller's job
         # Independent writes, made together: a new replica's first pass waits one round trip, not two.
-        replica, known = await _all(self._ensure_finalizer(replica), self._ensure_revision(replica, data))
+        replica, known = await together.all_settled(
+            self._ensure_finalizer(replica), self._ensure_revision(replica, data)
+        )
         if known is None:
             return Result()  # the collisionCount bump requeues this key
         digest = revisions.revision_hash(data, revisions.collision_count(replica))
@@ -177,7 +179,7 @@ class InferenceReplicaReconciler:
             # The Services follow the rows' revisions, which no pod write of this pass changes (a hold
             # only marks an operation as waiting): they go out beside the pod writes. The pod writes'
             # failure is the one raised; either one failing leaves the status unwritten.
-            await _all(
+            await together.all_settled(
                 self._apply(replica, ctx, plan, known),
                 self._ensure_services(replica, data, known, plan.rows),
                 self._ensure_pod_monitor(replica, data),
@@ -445,12 +447,12 @@ class InferenceReplicaReconciler:
                 failures.append(exc)
                 todo = []
         failures += await self._create_pods(key, todo)
-        failures += _errors(await asyncio.gather(
+        failures += together.failures(await asyncio.gather(
             *(self._delete_pod(key, name, ns) for name in deletes), return_exceptions=True
         ))
         gates = [(name, "True") for name in sorted(set(plan.open_gates))]
         gates += [(name, "False") for name in sorted(set(plan.close_gates))]
-        failures += _errors(await asyncio.gather(
+        failures += together.failures(await asyncio.gather(
             *(self._set_gate(ns, name, value) for name, value in gates), return_exceptions=True
         ))
         for index in plan.removed:
@@ -469,7 +471,7 @@ class InferenceReplicaReconciler:
         while start < len(bodies):
             chunk = bodies[start : start + batch]
             start += len(chunk)
-            failed = _errors(await asyncio.gather(
+            failed = together.failures(await asyncio.gather(
                 *(self._create_pod(key, body) for body in chunk), return_exceptions=True
             ))
             if failed:
@@ -622,7 +624,7 @@ class InferenceReplicaReconciler:
         for name, stale in existing.items():
             if (stale["metadata"].get("labels") or {}).get(services.REVISION_SERVICE_LABEL):
                 writes.append(self._delete(SERVICES, name, replica["metadata"]["namespace"]))
-        await _all(*writes)  # each Service on its own: one round trip for all of them
+        await together.all_settled(*writes)  # each Service on its own: one round trip for all of them
 
     def _create_behind(self, owner: Request, body: Obj) -> bool:
         """Whether the Service's create is on its way beside this pass (framework/write_behind.py): a
@@ -766,21 +768,6 @@ class InferenceReplicaReconciler:
         with contextlib.suppress(errors.NotFound):
             await self._client.delete(res, name, ns)
             self.writes += 1
-
-
-async def _all(*aws: Awaitable[Any]) -> list[Any]:
-    """Await every one together and let each finish (a write is never left half-way because another
-    failed); the results in order, or the first failure in argument order raised."""
-    results = await asyncio.gather(*aws, return_exceptions=True)
-    failed = _errors(results)
-    if failed:
-        raise failed[0]
-    return results
-
-
-def _errors(results: list[Any]) -> list[BaseException]:
-    """The failures among `asyncio.gather(..., return_exceptions=True)` results."""
-    return [r for r in results if isinstance(r, BaseException)]
 
 
 def _earliest(*waits: float | None) -> float | None:

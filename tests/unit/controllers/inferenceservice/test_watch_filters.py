@@ -193,11 +193,15 @@ def test_service_changed_drops_writes_that_leave_spec_and_metadata_as_they_were(
     edited = next_version(old)
     edited["spec"]["ports"] = [{"port": 9090}]  # a Service has no generation: the spec itself is compared
     assert service_changed("MODIFIED", edited, old)
+    assert_passes_annotations_and_lifecycle(service_changed, old)
+
+
+def assert_passes_annotations_and_lifecycle(changed: Any, old: Obj) -> None:
     annotated = next_version(old)
     annotated["metadata"]["annotations"] = {"a": "b"}
-    assert service_changed("MODIFIED", annotated, old)
-    assert service_changed("ADDED", old, None)
-    assert service_changed("DELETED", old, None)
+    assert changed("MODIFIED", annotated, old)
+    assert changed("ADDED", old, None)
+    assert changed("DELETED", old, None)
 
 
 def test_spec_or_metadata_changed_drops_status_only_updates() -> None:
@@ -208,11 +212,7 @@ def test_spec_or_metadata_changed_drops_status_only_updates() -> None:
     scaled = next_version(old)
     scaled["metadata"]["generation"] = 2
     assert spec_or_metadata_changed("MODIFIED", scaled, old)
-    annotated = next_version(old)
-    annotated["metadata"]["annotations"] = {"a": "b"}
-    assert spec_or_metadata_changed("MODIFIED", annotated, old)
-    assert spec_or_metadata_changed("ADDED", old, None)
-    assert spec_or_metadata_changed("DELETED", old, None)
+    assert_passes_annotations_and_lifecycle(spec_or_metadata_changed, old)
 
 
 def test_replicas_changed_passes_only_what_maps_or_scales_a_workload() -> None:
