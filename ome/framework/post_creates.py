@@ -7,18 +7,24 @@ about 10.4 s for the floor's POSTs of the same objects), and a controller's chil
 and seldom changed.
 
 What a POST leaves: the fields sit in the creator's `Update` entry, where later applies would not drop
-them (managed_fields.py). Before this manager's first apply of such an object, its managed fields are
+them (managed_fields.py). Before an apply that would drop one of them, the object's managed fields are
 read (the cache drops them) and the `Update` entry is moved into the `Apply` entry by a merge patch of
 `metadata.managedFields` alone, under the resourceVersion read (a Conflict, any write since the read,
-reads again; `MOVE_ATTEMPTS` refusals fail the pass, which is retried). An object known to carry no such
-entry skips the read; per uid:
+reads again; `MOVE_ATTEMPTS` refusals fail the pass, which is retried).
 
+An apply whose body sets every field the POST body set drops nothing of the POST's (body_fields.py), so
+for an object this process POSTed the move waits until an apply would drop a field; until then the two
+entries co-own the POSTed fields and an apply is one round trip, not three. Per uid:
+
+    posted(tree) --apply body covers the tree (and the cached owner references)--> posted(tree)
+    posted(tree) --apply body drops a posted field: read, managedFields moved--> clean
     unknown --read, no Update entry of ours-------------------> clean
     unknown --read, an Update entry of ours: managedFields moved--> clean
     clean   --an apply's answer shows an Update entry of ours--> unknown
 
-`clean` is bounded (the least recently learnt go first; a forgotten object costs one more read), and a
-restarted manager starts with none known: a read before its first apply of each object.
+A POST of this process enters `posted` with the tree of its body. Both maps are bounded (the least
+recently learnt go first; a forgotten object costs one more read and the move), and a restarted manager
+starts with neither: a read before its first apply of each object.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any, Final, Protocol
 
 import structlog
 
-from ome.framework import errors, managed_fields
+from ome.framework import body_fields, errors, managed_fields
 from ome.framework.resources import Resource
 from ome.framework.transport import ClientSettings
 from ome.framework.written import MAX_ENTRIES
@@ -69,6 +75,8 @@ class PostCreates:
         self._also = tuple(also)
         self._max = max_entries
         self._clean: dict[str, None] = {}  # uid -> None, in the order learnt
+        self._posted: dict[str, body_fields.Tree] = {}  # uid -> the fields its POST set, in the order learnt
+        self._trees = body_fields.Interned()
 
     def __len__(self) -> int:
         return len(self._clean)
@@ -76,14 +84,36 @@ class PostCreates:
     def is_clean(self, uid: str) -> bool:
         return uid in self._clean
 
+    def is_posted(self, uid: str) -> bool:
+        return uid in self._posted
+
+    def drops_nothing(self, body: Mapping[str, Any], cached: Mapping[str, Any] | None) -> bool:
+        """`body`, applied to `cached`, drops no field this process's POST of it set: it sets every field of
+        the POST body, and every owner reference the object holds (the POST's among them)."""
+        meta = (cached or {}).get("metadata") or {}
+        posted = self._posted.get(str(meta.get("uid") or ""))
+        if posted is None:
+            return False
+        sent = (body.get("metadata") or {}).get("ownerReferences") or []
+        if any(ref not in sent for ref in meta.get("ownerReferences") or ()):
+            return False
+        return body_fields.covers(body_fields.tree(body), posted)
+
     async def create(self, res: Resource, body: Obj, field_manager: str) -> Obj | None:
         """POST `body`; None when an object of that name exists already (the cache had not shown it):
         the caller applies instead."""
         try:
             namespace = body["metadata"].get("namespace")
-            return await self.client.create(res, body, namespace, field_manager=field_manager)
+            created = await self.client.create(res, body, namespace, field_manager=field_manager)
         except errors.AlreadyExists:
             return None
+        uid = str(((created or {}).get("metadata") or {}).get("uid") or "")
+        if uid:
+            self._posted.pop(uid, None)
+            self._posted[uid] = self._trees(body_fields.tree(body))
+            while len(self._posted) > self._max:
+                del self._posted[next(iter(self._posted))]
+        return created
 
     async def before_apply(
         self, res: Resource, body: Obj, cached: Mapping[str, Any] | None, field_manager: str
@@ -92,8 +122,8 @@ class PostCreates:
         resourceVersion the move was made over gets the version the move wrote (an older one is left to
         fail the apply, as it would have)."""
         uid = ((cached or {}).get("metadata") or {}).get("uid")
-        if uid and uid in self._clean:
-            return body
+        if uid and (uid in self._clean or self.drops_nothing(body, cached)):
+            return body  # no Update entry of ours, or nothing in it this apply would drop
         meta = body["metadata"]
         drop = () if "replicas" in (body.get("spec") or {}) else (managed_fields.REPLICAS,)
         for attempt in range(1, MOVE_ATTEMPTS + 1):
@@ -148,6 +178,7 @@ class PostCreates:
             return
         self._clean.pop(uid, None)
         if clean:
+            self._posted.pop(uid, None)
             self._clean[uid] = None
             while len(self._clean) > self._max:
                 del self._clean[next(iter(self._clean))]

@@ -78,6 +78,58 @@ async def test_a_posted_deployment_drops_what_its_desired_object_dropped(client:
     assert not await converge.converge(client, again, as_cached(after), posts=posts)
 
 
+class Counting:
+    """The client, counting what it is asked to do by verb."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.calls: list[str] = []
+
+    def __getattr__(self, verb: str) -> Any:
+        call = getattr(self.client, verb)
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(verb)
+            return await call(*args, **kwargs)
+
+        return counted
+
+
+async def test_an_apply_that_keeps_every_posted_field_skips_the_move(client: Client, namespace: str) -> None:
+    counting = Counting(client)
+    posts = PostCreates(counting)  # type: ignore[arg-type]
+    await converge.converge(client, deployment(namespace, env=["A", "B"], labels={}), None, posts=posts)
+    live = await client.get(resources.DEPLOYMENTS, "posted", namespace)
+
+    # A new image, a new label and a new env var: every POSTed field is still sent.
+    grown = deployment(namespace, env=["A", "B", "C"], labels={"tier": "x"})
+    grown["spec"]["template"]["spec"]["containers"][0]["image"] = "engine:2"
+    assert await converge.converge(client, grown, as_cached(live), posts=posts)
+    assert counting.calls == ["create", "apply"]
+    after = await client.get(resources.DEPLOYMENTS, "posted", namespace)
+    assert {(MANAGER, "Update"), (MANAGER, "Apply")} <= entries(after)
+    assert after["spec"]["template"]["spec"]["containers"][0]["image"] == "engine:2"
+
+    # What only that apply set goes with the next apply, still without the move.
+    counting.calls.clear()
+    same = deployment(namespace, env=["A", "B"], labels={})
+    assert await converge.converge(client, same, as_cached(after), posts=posts)
+    assert counting.calls == ["apply"]
+    shrunk = await client.get(resources.DEPLOYMENTS, "posted", namespace)
+    container = shrunk["spec"]["template"]["spec"]["containers"][0]
+    assert [e["name"] for e in container["env"]] == ["A", "B"]
+    assert container["image"] == "engine:1" and "tier" not in shrunk["metadata"]["labels"]
+
+    # What the POST set goes after the move.
+    counting.calls.clear()
+    assert await converge.converge(client, deployment(namespace, env=["A"], labels={}), as_cached(shrunk),
+                                   posts=posts)
+    assert counting.calls == ["get", "patch", "apply"]
+    final = await client.get(resources.DEPLOYMENTS, "posted", namespace)
+    assert [e["name"] for e in final["spec"]["template"]["spec"]["containers"][0]["env"]] == ["A"]
+    assert (MANAGER, "Update") not in entries(final)
+
+
 async def test_a_posted_service_drops_a_port_and_keeps_its_address(client: Client, namespace: str) -> None:
     posts = PostCreates(client)
     await converge.converge(client, service(namespace, [80, 81]), None, posts=posts)
@@ -130,9 +182,10 @@ async def test_the_move_is_refused_over_a_stale_read(client: Client, namespace: 
 
 async def test_the_first_apply_after_a_post_leaves_the_spec_as_it_was(client: Client, namespace: str) -> None:
     """The defaults the POST owned are dropped by that apply and filled in again: the same spec, the same
-    pods. (The apiserver counts it as a new generation: it compares before filling the defaults in.)"""
-    posts = PostCreates(client)
-    await converge.converge(client, deployment(namespace, env=["A"], labels={}), None, posts=posts)
+    pods. (The apiserver counts it as a new generation: it compares before filling the defaults in.) A
+    restarted manager (nothing known of the POST) moves the fields before its first apply."""
+    await converge.converge(client, deployment(namespace, env=["A"], labels={}), None,
+                            posts=PostCreates(client))
 
     async def rolled_out() -> Obj | None:
         obj = await client.get(resources.DEPLOYMENTS, "posted", namespace)
@@ -141,7 +194,9 @@ async def test_the_first_apply_after_a_post_leaves_the_spec_as_it_was(client: Cl
 
     live = await eventually(rolled_out)
     relabelled = deployment(namespace, env=["A"], labels={"tier": "x"})
+    posts = PostCreates(client)  # restarted
     assert await converge.converge(client, relabelled, as_cached(live), posts=posts)
+    assert (MANAGER, "Update") not in entries(await client.get(resources.DEPLOYMENTS, "posted", namespace))
     after = await client.get(resources.DEPLOYMENTS, "posted", namespace)
     assert after["metadata"]["labels"]["tier"] == "x"
     assert after["spec"] == live["spec"]

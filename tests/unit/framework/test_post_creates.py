@@ -104,26 +104,68 @@ async def test_a_create_is_a_post_under_the_field_manager() -> None:
     assert api.entries("svc-engine") == [(MANAGER, "Update")]
 
 
-async def test_the_first_apply_after_a_post_moves_the_fields_then_applies() -> None:
+async def test_the_first_apply_that_drops_a_posted_field_moves_the_fields_then_applies() -> None:
     api = Api()
     posts = PostCreates(api)
-    await converge.converge(api, deployment(), None, posts=posts)
+    await converge.converge(api, deployment(paused=True), None, posts=posts)
     api.calls.clear()
-    changed = deployment(minReadySeconds=5)
-    assert await converge.converge(api, changed, cached(api), posts=posts)
+    dropped = deployment(minReadySeconds=5)  # `paused`, which the POST set, is gone
+    assert await converge.converge(api, dropped, cached(api), posts=posts)
     assert api.calls == [("get", "svc-engine"), ("patch", "svc-engine"), ("apply", MANAGER)]
     assert api.entries("svc-engine") == [(MANAGER, "Apply")]
-    assert posts.is_clean("uid-svc-engine")
+    assert posts.is_clean("uid-svc-engine") and not posts.is_posted("uid-svc-engine")
     # the next change goes straight to the apply: the object is known to hold no Update entry of ours
     api.calls.clear()
     assert await converge.converge(api, deployment(minReadySeconds=9), cached(api), posts=posts)
     assert api.calls == [("apply", MANAGER)]
 
 
+async def test_an_apply_that_sets_every_posted_field_is_sent_without_the_move() -> None:
+    api = Api()
+    posts = PostCreates(api)
+    await converge.converge(api, deployment(paused=True), None, posts=posts)
+    assert posts.is_posted("uid-svc-engine")
+    api.calls.clear()
+    changed = deployment(paused=False, minReadySeconds=5)
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = "engine:2"
+    assert await converge.converge(api, changed, cached(api), posts=posts)
+    assert api.calls == [("apply", MANAGER)]
+    assert api.entries("svc-engine") == [(MANAGER, "Update"), (MANAGER, "Apply")]  # both own the POSTed fields
+    assert posts.is_posted("uid-svc-engine")
+    # a later change that drops a field the POST set moves them then
+    api.calls.clear()
+    assert await converge.converge(api, deployment(minReadySeconds=5), cached(api), posts=posts)
+    assert api.calls == [("get", "svc-engine"), ("patch", "svc-engine"), ("apply", MANAGER)]
+    assert api.entries("svc-engine") == [(MANAGER, "Apply")]
+
+
+async def test_an_owner_reference_the_body_does_not_send_is_moved_first() -> None:
+    api = Api()
+    posts = PostCreates(api)
+    owner = {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "name": "svc", "uid": "u1",
+             "controller": True, "blockOwnerDeletion": True}
+    first = deployment()
+    first["metadata"]["ownerReferences"] = [owner]
+    await converge.converge(api, first, None, posts=posts)
+    api.calls.clear()
+    successor = deployment(minReadySeconds=1)
+    successor["metadata"]["ownerReferences"] = [{**owner, "uid": "u2"}]
+    await converge.converge(api, successor, cached(api), posts=posts)
+    assert api.calls == [("get", "svc-engine"), ("patch", "svc-engine"), ("apply", MANAGER)]
+
+
+async def test_a_restarted_manager_moves_before_its_first_apply() -> None:
+    api = Api()
+    await converge.converge(api, deployment(), None, posts=PostCreates(api))
+    api.calls.clear()
+    await converge.converge(api, deployment(minReadySeconds=1), cached(api), posts=PostCreates(api))
+    assert api.calls == [("get", "svc-engine"), ("patch", "svc-engine"), ("apply", MANAGER)]
+
+
 async def test_the_move_leaves_replicas_out_unless_the_body_sends_them() -> None:
     api = Api()
     posts = PostCreates(api)
-    await posts.create(DEPLOYMENTS, deployment(), MANAGER)
+    await posts.create(DEPLOYMENTS, deployment(paused=True), MANAGER)  # the apply drops `paused`
     patched: list[Obj] = []
     real_patch = api.patch
 
@@ -138,7 +180,7 @@ async def test_the_move_leaves_replicas_out_unless_the_body_sends_them() -> None
 
     api2 = Api()
     posts2 = PostCreates(api2)
-    await posts2.create(DEPLOYMENTS, deployment(replicas=2), MANAGER)
+    await posts2.create(DEPLOYMENTS, deployment(replicas=2, paused=True), MANAGER)
     await posts2.before_apply(DEPLOYMENTS, deployment(replicas=2), cached(api2), MANAGER)
     (entry,) = api2.objects["svc-engine"]["metadata"]["managedFields"]
     assert "f:replicas" in entry["fieldsV1"]["f:spec"]
@@ -147,7 +189,7 @@ async def test_the_move_leaves_replicas_out_unless_the_body_sends_them() -> None
 async def test_a_precondition_the_body_carries_moves_to_the_version_the_move_wrote() -> None:
     api = Api()
     posts = PostCreates(api)
-    await posts.create(DEPLOYMENTS, deployment(), MANAGER)
+    await posts.create(DEPLOYMENTS, deployment(paused=True), MANAGER)  # the apply drops `paused`
     live = cached(api)
     body = deployment()
     body["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
@@ -160,7 +202,7 @@ async def test_a_precondition_the_body_carries_moves_to_the_version_the_move_wro
 async def test_a_move_refused_every_time_fails_with_conflict() -> None:
     api = Api()
     posts = PostCreates(api)
-    await posts.create(DEPLOYMENTS, deployment(), MANAGER)
+    await posts.create(DEPLOYMENTS, deployment(paused=True), MANAGER)  # the apply drops `paused`
     real_get = api.get
 
     async def stale_get(res: Any, name: str, namespace: str | None = None) -> Obj:
@@ -206,6 +248,14 @@ async def test_the_user_agent_entry_is_moved_when_named() -> None:
     assert api.entries("svc-engine") == [(MANAGER, "Apply")]
 
 
+async def test_the_posted_map_is_bounded() -> None:
+    api = Api()
+    posts = PostCreates(api, max_entries=2)
+    for name in ("a", "b", "c"):
+        await posts.create(DEPLOYMENTS, deployment(name), MANAGER)
+    assert not posts.is_posted("uid-a") and posts.is_posted("uid-b") and posts.is_posted("uid-c")
+
+
 def test_the_clean_set_is_bounded() -> None:
     posts = PostCreates(Api(), max_entries=2)
     for uid in ("a", "b", "c"):
@@ -219,7 +269,7 @@ def test_the_clean_set_is_bounded() -> None:
 async def test_a_write_between_the_read_and_the_move_reads_again() -> None:
     api = Api()
     posts = PostCreates(api)
-    await posts.create(DEPLOYMENTS, deployment(), MANAGER)
+    await posts.create(DEPLOYMENTS, deployment(paused=True), MANAGER)  # the apply drops `paused`
     real_get, reads = api.get, []
 
     async def get_then_status_write(res: Any, name: str, namespace: str | None = None) -> Obj:

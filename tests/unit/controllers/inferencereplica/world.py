@@ -40,18 +40,23 @@ class World:
         self.recorder = FakeRecorder()
         self.now = START
         self.clock = StepClock()
+        self._settings, self._behind = settings, write_behind
+        self.restart()
+
+    def restart(self) -> None:
+        """A new reconciler over the same cluster, as after a manager's restart (nothing in memory)."""
         self.expectations = ControllerExpectations(clock=self.clock)
         self.reconciler = InferenceReplicaReconciler(
             self.client,  # type: ignore[arg-type]
             self.api,  # type: ignore[arg-type]
-            InferenceReplicaSettings(**settings),
+            InferenceReplicaSettings(**self._settings),
             expectations=self.expectations,
             recorder=self.recorder,  # type: ignore[arg-type]
             now=lambda: self.now,
-            write_behind=write_behind,
+            write_behind=self._behind,
         )
         # The pod informer's handler, as setup.py wires it: our writes' events lower the expectations.
-        self.api.listeners.append(expectation_observer(self.reconciler))
+        self.api.listeners[:] = [expectation_observer(self.reconciler)]
 
     async def reconcile(self) -> Result:
         return await self.reconciler.reconcile(REQ)
