@@ -43,16 +43,25 @@ LIST_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "ephemeralContainers": ("name",),
     "env": ("name",),
 }
-SKIPPED: Final = {"metadata": frozenset({"ownerReferences", "resourceVersion", "managedFields", "uid",
-                                          "generation", "creationTimestamp"}), "": frozenset({"status"})}
-"""Fields not compared: the owner references (above), what the apiserver sets, and status (not applied)."""
+SKIPPED: Final = frozenset({"status"})
+"""Top-level fields not compared: status is not applied."""
+METADATA_SKIPPED: Final = frozenset(
+    {"ownerReferences", "resourceVersion", "managedFields", "uid", "generation", "creationTimestamp"}
+)
+"""Metadata not compared: the owner references (above) and what the apiserver sets."""
 
 _SCALARS: Final = (str, int, float, bool)
 
 
 def tree(body: Mapping[str, Any]) -> Tree:
     """The fields `body` sets (None values set nothing)."""
-    return _object(body, SKIPPED[""], top=True)
+    out: Tree = {}
+    for key, value in body.items():
+        if value is None or key in SKIPPED:
+            continue
+        metadata = key == "metadata" and isinstance(value, Mapping)
+        out[f"f:{key}"] = _object(value, METADATA_SKIPPED) if metadata else _value(key, value)
+    return out
 
 
 def covers(have: Mapping[str, Any], need: Mapping[str, Any]) -> bool:
@@ -66,19 +75,14 @@ def covers(have: Mapping[str, Any], need: Mapping[str, Any]) -> bool:
     return True
 
 
-def _object(obj: Mapping[str, Any], skip: frozenset[str] = frozenset(), *, top: bool = False) -> Tree:
-    out: Tree = {}
-    for key, value in obj.items():
-        if value is None or key in skip:
-            continue
-        nested = SKIPPED.get(key, frozenset()) if top else frozenset()
-        out[f"f:{key}"] = _value(key, value, nested)
-    return out
+def _object(obj: Mapping[str, Any], skip: frozenset[str] = frozenset()) -> Tree:
+    return {f"f:{key}": _value(key, value) for key, value in obj.items()
+            if value is not None and key not in skip}
 
 
-def _value(key: str, value: Any, skip: frozenset[str] = frozenset()) -> Tree:
+def _value(key: str, value: Any) -> Tree:
     if isinstance(value, Mapping):
-        return _object(value, skip)
+        return _object(value)
     if isinstance(value, list):
         return {} if key in ATOMIC_LISTS else _list(key, value)
     return {}
