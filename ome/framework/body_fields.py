@@ -93,9 +93,8 @@ def _list(key: str, items: list[Any]) -> Tree:
     keys = LIST_KEYS.get(key)
     for item in items:
         if isinstance(item, Mapping):
-            named = keys is not None and all(isinstance(item.get(k), _SCALARS) for k in keys)
-            fields = keys if named and keys is not None else sorted(
-                k for k, v in item.items() if isinstance(v, _SCALARS))
+            fields = keys if keys is not None and all(isinstance(item.get(k), _SCALARS) for k in keys) else (
+                sorted(k for k, v in item.items() if isinstance(v, _SCALARS)))
             identity = orjson.dumps([[k, item.get(k)] for k in fields]).decode()
             sub = _object(item)
             slot = f"k:{identity}"

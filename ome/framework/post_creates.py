@@ -37,7 +37,7 @@ import structlog
 from ome.framework import body_fields, errors, managed_fields
 from ome.framework.resources import Resource
 from ome.framework.transport import ClientSettings
-from ome.framework.written import MAX_ENTRIES
+from ome.framework.written import MAX_ENTRIES, put_last
 
 Obj = dict[str, Any]
 
@@ -107,12 +107,9 @@ class PostCreates:
             created = await self.client.create(res, body, namespace, field_manager=field_manager)
         except errors.AlreadyExists:
             return None
-        uid = str(((created or {}).get("metadata") or {}).get("uid") or "")
+        uid = str((created.get("metadata") or {}).get("uid") or "")
         if uid:
-            self._posted.pop(uid, None)
-            self._posted[uid] = self._trees(body_fields.tree(body))
-            while len(self._posted) > self._max:
-                del self._posted[next(iter(self._posted))]
+            put_last(self._posted, uid, self._trees(body_fields.tree(body)), self._max)
         return created
 
     async def before_apply(
@@ -176,9 +173,8 @@ class PostCreates:
     def _learn(self, uid: str, clean: bool) -> None:
         if not uid:
             return
-        self._clean.pop(uid, None)
         if clean:
             self._posted.pop(uid, None)
-            self._clean[uid] = None
-            while len(self._clean) > self._max:
-                del self._clean[next(iter(self._clean))]
+            put_last(self._clean, uid, None, self._max)
+        else:
+            self._clean.pop(uid, None)

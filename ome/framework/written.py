@@ -48,6 +48,15 @@ def resource_version(obj: Mapping[str, Any] | None) -> int | None:
         return None
 
 
+def put_last(entries: dict[K, V], key: K, value: V, limit: int) -> None:
+    """`entries[key] = value` as the most recent entry (dicts keep insertion order); past `limit` entries
+    the least recently put go first."""
+    entries.pop(key, None)
+    entries[key] = value
+    while len(entries) > limit:
+        del entries[next(iter(entries))]
+
+
 class LastWrites(Generic[K, V]):
     """key -> (resourceVersion, value) of this process's last write of an object, kept until the cache
     shows that write; past `max_entries` the least recently written go first (objects no pass reads
@@ -64,10 +73,7 @@ class LastWrites(Generic[K, V]):
         return self._entries.get(key)
 
     def put(self, key: K, version: int, value: V) -> None:
-        self._entries.pop(key, None)  # re-inserted last: the most recently written
-        self._entries[key] = (version, value)
-        while len(self._entries) > self._max:
-            del self._entries[next(iter(self._entries))]
+        put_last(self._entries, key, (version, value), self._max)
 
     def forget(self, key: K) -> None:
         self._entries.pop(key, None)

@@ -41,6 +41,7 @@ class World:
         self.now = START
         self.clock = StepClock()
         self._settings, self._behind = settings, write_behind
+        self._observer: Any = None
         self.restart()
 
     def restart(self) -> None:
@@ -56,7 +57,11 @@ class World:
             write_behind=self._behind,
         )
         # The pod informer's handler, as setup.py wires it: our writes' events lower the expectations.
-        self.api.listeners[:] = [expectation_observer(self.reconciler)]
+        # A restart replaces the previous reconciler's handler and keeps any a test added.
+        if self._observer is not None:
+            self.api.listeners.remove(self._observer)
+        self._observer = expectation_observer(self.reconciler)
+        self.api.listeners.append(self._observer)
 
     async def reconcile(self) -> Result:
         return await self.reconciler.reconcile(REQ)
