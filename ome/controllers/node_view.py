@@ -39,3 +39,14 @@ def slim_node(obj: Obj) -> Obj:
 
 def node_informer(cache: SharedCache) -> Informer:
     return cache.informer_for(NODES, transform=slim_node)
+
+
+def ready_of(node: Obj | None) -> Obj | None:
+    conditions = ((node or {}).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "Ready"), None)
+
+
+def ready_changed(event_type: str, obj: Obj, old: Obj | None) -> bool:
+    """A predicate: adds and deletes, and updates that change the `Ready` condition (relocation's evidence);
+    label and capacity updates pass over."""
+    return event_type != "MODIFIED" or old is None or ready_of(old) != ready_of(obj)

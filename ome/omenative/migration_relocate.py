@@ -9,6 +9,7 @@ Off unless `lifecycle.autoMigrate.maxAttempts` is set, and under `migrationPolic
       back to Pending at incarnation + 1 (the InferenceReplica planner rebuilds it), its pods deleted,
       AutoMigrationTriggered; the last attempt allowed also records AutoMigrationCapReached
     Ready again --> the Instance's open Relocated records close (succeeded), so its attempts start over
+    Ready/Creating, a pod on a NotReady node short of the threshold --> wake_after: the time left
 
 The rebuilt pods avoid every node the open Relocated records of their Instance name (`avoided_nodes`,
 applied by `placement` when the InferenceReplica controller renders them).
@@ -61,6 +62,8 @@ class Plan:
     """(pod name, force: grace 0 since its node is dead)."""
     events: list[Event] = field(default_factory=list)
     changed: bool = False
+    wake_after: float | None = None
+    """Seconds until a NotReady node under a Ready/Creating Instance crosses the threshold."""
 
 
 def open_records(records: Sequence[Record], index: int) -> list[Record]:
@@ -99,12 +102,18 @@ def placement(
 def dead(node: Mapping[str, Any] | None, now: datetime, threshold: float) -> bool:
     if node is None:
         return True
+    left = dead_in(node, now, threshold)
+    return left is not None and left <= 0
+
+
+def dead_in(node: Mapping[str, Any], now: datetime, threshold: float) -> float | None:
+    """Seconds until a NotReady node counts as dead (<= 0: it does); None: Ready, or no time to count from."""
     conditions = (node.get("status") or {}).get("conditions") or []
     ready = next((c for c in conditions if c.get("type") == "Ready"), None)
     if ready is None or ready.get("status") == "True":
-        return False
+        return None
     since = parse_time(ready.get("lastTransitionTime"))
-    return since is not None and (now - since).total_seconds() >= threshold
+    return None if since is None else threshold - (now - since).total_seconds()
 
 
 def plan(inp: Inputs) -> Plan:
@@ -119,6 +128,7 @@ def plan(inp: Inputs) -> Plan:
     for row in inp.rows:
         index = int(row["index"])
         pods = by_index.get(index, [])
+        _wake_at_threshold(inp, out, row, pods)
         if row.get("phase") == "Ready" and not any(_on_dead_node(inp, p) for p in pods):
             _close(inp, out, index)
             continue
@@ -130,6 +140,16 @@ def plan(inp: Inputs) -> Plan:
             continue
         _relocate(inp, out, row, pods, node, used + 1)
     return out
+
+
+def _wake_at_threshold(inp: Inputs, out: Plan, row: Row, pods: list[Mapping[str, Any]]) -> None:
+    if row.get("phase") not in ("Ready", "Creating"):
+        return
+    for pod in pods:
+        node = inp.nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+        left = dead_in(node, inp.now, inp.not_ready_threshold) if node is not None else None
+        if left is not None and left > 0:
+            out.wake_after = left if out.wake_after is None else min(out.wake_after, left)
 
 
 def _on_dead_node(inp: Inputs, pod: Mapping[str, Any]) -> bool:

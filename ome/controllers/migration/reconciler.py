@@ -96,7 +96,9 @@ class MigrationReconciler:
             if replica is None or teardown.deleting(replica):
                 continue
             if self._settings.auto_migrate_attempts:
-                replica = await self._relocate(isvc, replica)
+                replica, after = await self._relocate(isvc, replica)
+                if after is not None:
+                    wake = after if wake is None else min(wake, after)
             if not (replica.get("status") or {}).get("migrations"):
                 continue
             after = await self._move(isvc, replica)
@@ -261,9 +263,9 @@ class MigrationReconciler:
                                      patch_type="strategic", subresource="status")
             self.writes += 1
 
-    async def _relocate(self, isvc: Obj, replica: Obj) -> Obj:
+    async def _relocate(self, isvc: Obj, replica: Obj) -> tuple[Obj, float | None]:
         """Automatic relocation (ome.omenative.migration_relocate): records and rows in one status write,
-        then the pods left behind are deleted (grace 0 on a dead node)."""
+        then the pods left behind are deleted (grace 0 on a dead node). Also: when to look again."""
         meta, spec, prev = replica["metadata"], replica["spec"], replica.get("status") or {}
         raw = self._owned(PODS, replica)
         on = {n for p in raw if (n := (p.get("spec") or {}).get("nodeName"))}
@@ -278,7 +280,7 @@ class MigrationReconciler:
             not_ready_threshold=threshold,
         ))
         if not out.changed:
-            return replica
+            return replica, out.wake_after
         rows = {int(r["index"]): r for r in status.rows_of(prev)} | out.rows
         keep = ("instanceStatuses", "instanceStatusColumns", "instanceStatusEncoding", "migrations")
         new = {k: v for k, v in prev.items() if k not in keep}
@@ -294,7 +296,7 @@ class MigrationReconciler:
                 self.writes += 1
         for type_, reason, message in out.events:
             self._event(isvc, type_, reason, message)
-        return written
+        return written, out.wake_after
 
     # -- records --------------------------------------------------------------------------------
 

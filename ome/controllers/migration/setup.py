@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, OME_GROUP, PODS
 from ome.controllers.migration.reconciler import MigrationReconciler, MigrationSettings
 from ome.controllers.migration.reset import ResetReconciler
-from ome.controllers.migration.stuck import StuckDeletionReconciler, replicas_on_node
-from ome.controllers.node_view import node_informer
+from ome.controllers.migration.stuck import StuckDeletionReconciler, replicas_on_node, services_on_node
+from ome.controllers.node_view import node_informer, ready_changed
 from ome.framework import transforms
 from ome.framework.controller import Controller
 from ome.framework.handlers import Obj
@@ -42,8 +42,6 @@ def add_to_manager(manager: Manager, settings: MigrationSettings) -> Controller:
     replicas = cache.informer_for(INFERENCE_REPLICAS)
     pods = cache.informer_for(PODS, label_selector=CHILD_SELECTOR, transform=transforms.slim_pod)
     cache.informer_for(CONTROLLER_REVISIONS, label_selector=CHILD_SELECTOR)
-    if settings.auto_migrate_attempts:
-        node_informer(cache)  # relocation reads the nodes the pods run on
     recorder = manager.event_recorder(settings.event_component)
     reconciler = MigrationReconciler(manager.client, cache, settings, recorder=recorder)
     controller = (
@@ -52,6 +50,10 @@ def add_to_manager(manager: Manager, settings: MigrationSettings) -> Controller:
         .watches(replicas, parent_of_replica)
         .watches(pods, parent_of_pod)
     )
+    if settings.auto_migrate_attempts:
+        # Relocation reads the nodes the pods run on, and a node that goes away or NotReady is its cue:
+        # waiting for some pod event instead may wait until pod GC has deleted the evidence.
+        controller.watches(node_informer(cache), services_on_node(cache), ready_changed)
     manager.add_controller(controller)
     resets = Controller("instancereset", ResetReconciler(manager.client, cache, recorder=recorder,
                                                          columnar=settings.columnar))

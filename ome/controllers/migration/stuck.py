@@ -117,17 +117,32 @@ class StuckDeletionReconciler:
 def replicas_on_node(cache: SharedCache) -> Callable[[Obj], Iterable[Request]]:
     """A Node event requeues the replicas with pods on it (their evidence may have changed)."""
 
+    def owner(pod: Obj) -> Request | None:
+        ref = next((r for r in pod["metadata"].get("ownerReferences") or []
+                    if r.get("kind") == "InferenceReplica" and r.get("controller")), None)
+        return Request(pod["metadata"]["namespace"], ref["name"]) if ref is not None else None
+
+    return on_node(cache, owner)
+
+
+def services_on_node(cache: SharedCache) -> Callable[[Obj], Iterable[Request]]:
+    """A Node event requeues the InferenceServices with pods on it (the migration controller's key)."""
+
+    def service(pod: Obj) -> Request | None:
+        isvc = (pod["metadata"].get("labels") or {}).get(names.ISVC_LABEL)
+        return Request(pod["metadata"]["namespace"], isvc) if isvc else None
+
+    return on_node(cache, service)
+
+
+def on_node(cache: SharedCache, key: Callable[[Obj], Request | None]) -> Callable[[Obj], Iterable[Request]]:
     def mapper(node: Obj) -> Iterable[Request]:
         name = node["metadata"]["name"]
         out = set()
         # Within the Instances' informer's selector: a list with none would need a cache of every pod.
         for pod in cache.list(PODS, label_selector={names.MANAGED_BY_LABEL: names.MANAGED_BY}):
-            if (pod.get("spec") or {}).get("nodeName") != name:
-                continue
-            owner = next((r for r in pod["metadata"].get("ownerReferences") or []
-                          if r.get("kind") == "InferenceReplica" and r.get("controller")), None)
-            if owner is not None:
-                out.add(Request(pod["metadata"]["namespace"], owner["name"]))
+            if (pod.get("spec") or {}).get("nodeName") == name and (req := key(pod)) is not None:
+                out.add(req)
         return sorted(out, key=lambda r: (r.namespace, r.name))
 
     return mapper

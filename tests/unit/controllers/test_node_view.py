@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ome.controllers.node_view import node_informer, slim_node
+from ome.controllers.node_view import node_informer, ready_changed, slim_node
 from ome.framework.cache import SharedCache
 from ome.framework.resources import NODES
 from ome.omenative import force_delete, migration_relocate
@@ -54,3 +54,14 @@ def test_every_reader_shares_one_node_informer() -> None:
     cache.informer_for = informer_for  # type: ignore[method-assign]
     assert node_informer(cache) == "informer"
     assert calls == [(NODES, {"transform": slim_node})]
+
+
+def test_relocation_hears_of_a_node_when_its_ready_condition_changes_or_it_comes_and_goes() -> None:
+    node = slim_node(NODE)
+    relabelled = {**node, "metadata": {**node["metadata"], "labels": {"a": "2"}}}
+    ready = {**node, "status": {"conditions": [{"type": "Ready", "status": "True",
+                                                "lastTransitionTime": "2026-09-28T10:00:00Z"}]}}
+    assert ready_changed("ADDED", node, None) and ready_changed("DELETED", node, None)
+    assert ready_changed("MODIFIED", ready, node) and ready_changed("MODIFIED", node, ready)
+    assert not ready_changed("MODIFIED", relabelled, node)
+    assert not ready_changed("MODIFIED", node, node)  # a heartbeat, once slimmed

@@ -12,7 +12,7 @@ from kubernetes_asyncio.client import Configuration
 
 from ome.api import resources
 from ome.controllers.migration import setup as migration_setup
-from ome.controllers.migration.stuck import replicas_on_node
+from ome.controllers.migration.stuck import replicas_on_node, services_on_node
 from ome.framework import transforms
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
@@ -37,8 +37,9 @@ async def cache() -> AsyncIterator[SharedCache]:
         informer = shared.informer_for(resources.PODS, label_selector=migration_setup.CHILD_SELECTOR,
                                        transform=transforms.slim_pod)
         managed = {names.MANAGED_BY_LABEL: names.MANAGED_BY}
-        informer.replace([pod("chat-0", "gpu-1", "chat", managed), pod("chat-1", "gpu-2", "chat", managed),
-                          pod("code-0", "gpu-1", "code", managed), pod("loose", "gpu-1", None, managed)], "1")
+        chat, code = {**managed, names.ISVC_LABEL: "chat-isvc"}, {**managed, names.ISVC_LABEL: "code-isvc"}
+        informer.replace([pod("chat-0", "gpu-1", "chat", chat), pod("chat-1", "gpu-2", "chat", chat),
+                          pod("code-0", "gpu-1", "code", code), pod("loose", "gpu-3", None, managed)], "1")
         yield shared
 
 
@@ -47,3 +48,11 @@ async def test_a_node_maps_to_the_replicas_with_pods_on_it(cache: SharedCache) -
     assert list(mapper({"metadata": {"name": "gpu-1"}})) == [Request("demo", "chat"), Request("demo", "code")]
     assert list(mapper({"metadata": {"name": "gpu-2"}})) == [Request("demo", "chat")]
     assert list(mapper({"metadata": {"name": "gpu-9"}})) == []
+
+
+async def test_a_node_maps_to_the_inference_services_with_pods_on_it(cache: SharedCache) -> None:
+    """The migration controller's key: a deleted or NotReady node is relocation's cue."""
+    mapper = services_on_node(cache)
+    assert list(mapper({"metadata": {"name": "gpu-1"}})) == [Request("demo", "chat-isvc"), Request("demo", "code-isvc")]
+    assert list(mapper({"metadata": {"name": "gpu-2"}})) == [Request("demo", "chat-isvc")]
+    assert list(mapper({"metadata": {"name": "gpu-3"}})) == []  # a pod with no InferenceService label

@@ -88,3 +88,16 @@ def test_the_last_attempt_records_the_cap_and_then_relocation_stops_until_ready(
     closed = mr.plan(inputs([ready], [pod(0, "gpu-node-2")], {"gpu-node-2": node()}, out.records))
     assert closed.changed and all(r["succeeded"] for r in closed.records)
     assert mr.avoided_nodes({"migrations": closed.records}, 0) == []
+
+
+def test_a_node_not_ready_short_of_the_threshold_wakes_the_pass_when_it_crosses_it() -> None:
+    rows = [{"index": 0, "incarnation": 1, "phase": "Ready"}, {"index": 1, "incarnation": 1, "phase": "Creating"}]
+    pods = [pod(0, "gpu-node-1"), pod(1, "gpu-node-2")]
+    nodes = {"gpu-node-1": node("False", since=100), "gpu-node-2": node("Unknown", since=250)}
+    out = mr.plan(inputs(rows, pods, nodes, not_ready_threshold=300.0))
+    assert not out.changed and out.wake_after == 50.0  # the sooner of the two
+    later = mr.plan(inputs(rows, pods, nodes, not_ready_threshold=300.0, now=NOW + timedelta(seconds=50)))
+    assert later.changed and [r["fromNode"] for r in later.records] == ["gpu-node-2"]
+    assert later.wake_after == 150.0
+    assert mr.plan(inputs(rows, pods, {"gpu-node-1": node(), "gpu-node-2": node()})).wake_after is None
+    assert mr.plan(inputs(rows, pods, nodes, mode="Never")).wake_after is None

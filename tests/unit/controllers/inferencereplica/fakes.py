@@ -47,6 +47,8 @@ class FakeApi:
         """(verb, name) -> the error that write raises."""
         self.yields: dict[str, int] = {}
         """name -> event-loop trips its create, delete or status update takes before it answers."""
+        self.graces: dict[str, int | None] = {}
+        """name -> the grace period its last delete asked for (None: the pod's own)."""
         self.attempts: list[tuple[str, str]] = []
         """Every create, delete and status update asked for, answered or not."""
         self._rv = 100
@@ -195,9 +197,11 @@ class FakeApi:
         return current
 
     async def delete(
-        self, res: Resource, name: str, namespace: str | None = None, *, uid: str | None = None
+        self, res: Resource, name: str, namespace: str | None = None, *, uid: str | None = None,
+        grace_period_seconds: int | None = None,
     ) -> None:
         await self._in_flight("delete", name)
+        self.graces[name] = grace_period_seconds
         current = self._existing(res, name, namespace)
         if uid is not None and current["metadata"].get("uid") != uid:
             raise errors.Conflict(409, "Conflict", "Precondition failed: UID in precondition")
