@@ -561,8 +561,9 @@ class InferenceServiceReconciler:
         """converge.converge with this reconciler's own applies and the informers' progress; a create
         runs beside the pass (framework/write_behind.py) unless `inline` or no write-behind is set."""
         behind = None if inline else self._behind
-        if cached is None and behind is not None:
-            # Read as the write is decided: a create of it that ended while this pass ran must be seen.
+        if cached is None:
+            # Read as the write is decided (OwnApplies reads the informers' progress then): a create of it
+            # that ended, or was shown, while this pass ran must be seen, or it looks deleted.
             cached = self._cached(desired)
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
                                        applies=self._applies, behind=behind, owner=_PASS_OWNER.get(),

@@ -135,3 +135,41 @@ async def test_a_pass_before_the_cache_shows_the_creates_does_not_create_again()
     progress["seen"] = max(int(o["metadata"]["resourceVersion"]) for o in world.served.values())
     await reconciler.reconcile(REQ)  # the informers passed both creates and hold neither: deleted
     assert sorted(world.applies) == sorted(created * 2)
+
+
+class ShownDuringThePass(StaleCache):
+    """The cache shows the creates (and the informers pass their versions) right after a pass has read the
+    budget as absent: the event of an earlier write lands while this pass is still deciding."""
+
+    def __init__(self, progress: dict[str, int]) -> None:
+        super().__init__()
+        self.progress = progress
+        self.show_after_read = False
+
+    def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> Obj | None:
+        found = super().get_or_none(res, name, namespace)
+        if res == r.PDBS and self.show_after_read:
+            self.show_after_read = False
+            self.catch_up()
+            self.progress["seen"] = max(int(o["metadata"]["resourceVersion"]) for o in self.served.values())
+        return found
+
+
+async def test_a_create_shown_while_the_pass_decides_is_not_created_again() -> None:
+    """The informers' progress is read as each write is decided, so the cache is too: an absent object
+    read before its create's event, with the progress read after it, would look deleted and be
+    created again (a 409 and a move of its fields, as measured at N=1,000)."""
+    progress = {"seen": 0}
+    world = ShownDuringThePass(progress)
+    _put_isvc(world)
+    reconciler = rec.AutoscalerReconciler(
+        reader=world, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
+        config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
+        entries=world.entries, clock=lambda: NOW, seen=lambda res, namespace, labels: progress["seen"],
+    )
+    await reconciler.reconcile(REQ)
+    created = sorted(world.applies)
+    assert [kind for kind, _ in created] == ["HorizontalPodAutoscaler", "PodDisruptionBudget"]
+    world.show_after_read = True
+    await reconciler.reconcile(REQ)
+    assert sorted(world.applies) == created, "nothing created twice"
