@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
@@ -121,6 +122,19 @@ _WORKLOAD_RESOURCES: Final = {
     modes.OMENATIVE: resources.INFERENCE_REPLICAS,
     modes.MULTINODE: resources.LEADER_WORKER_SETS,
 }
+
+
+
+@dataclass(frozen=True, slots=True)
+class _Report:
+    """What a pass resolved before its writes, for the status it reports after (or beside) them."""
+
+    plans: Sequence[ComponentPlan]
+    model: models.ResolvedModel | None
+    runtime_name: str
+    live_problem: str
+    overlays: overlays.OverlayResult
+    pin: rr.Decision
 
 
 class Reader(runtime_pinning.Lister, Protocol):
@@ -331,22 +345,64 @@ class InferenceServiceReconciler:
             self._recorder.event(isvc, "Warning", ACCELERATOR_CLASS_ERROR, exc.message)
             raise RetryError(exc.message) from exc
         # The external Service depends on the plans only: it is applied while the components are.
-        (done, failure), port = await asyncio.gather(
+        writes = asyncio.gather(
             self._reconcile_components(isvc, plans, runtime_obj.get("spec") or {}),
             self._reconcile_external_service(isvc, plans),
         )
+        report = _Report(plans=plans, model=model, runtime_name=runtime_name, live_problem=live_problem,
+                         overlays=found, pin=pin)
+        if not self._status_beside_writes(isvc, plans):
+            (done, failure), port = await writes
+            return await self._report(isvc, now, report, done, failure, port)
+        # A running service's children all exist: its status is what the writes leave it, so it is written
+        # while they are made (one round trip per pass, not two). Should a component fail, the status is
+        # reported again from what was done, as a pass that waited would have reported it.
+        running = asyncio.ensure_future(writes)
+        try:
+            held = await self._report(isvc, now, report, plans, None, self._external_port(isvc, plans))
+        finally:
+            (done, failure), _ = await running
+        if failure is None:
+            return held
+        current = self._reader.get_or_none(resources.INFERENCE_SERVICES, isvc["metadata"]["name"],
+                                           isvc["metadata"]["namespace"])
+        return await self._report(current or isvc, now, report, done, failure, None)
+
+    def _status_beside_writes(self, isvc: Obj, plans: Sequence[ComponentPlan]) -> bool:
+        """Whether the status can be written beside the children's writes: the service has reported a status
+        before (no first-write hold), every component's workload is cached (no create of one, which the
+        status must not report Ready ahead of) and none of its creates is still running beside a pass."""
+        old = isvc.get("status") or {}
+        if old.get("observedGeneration") is None or self._creates_on_their_way(isvc):
+            return False
+        return all(w is not None for w in self._workloads(isvc, plans).values())
+
+    def _external_port(self, isvc: Obj, plans: Sequence[ComponentPlan]) -> int | None:
+        """The port `_reconcile_external_service` reports, from the plans alone."""
+        target = workloads.external_target(plans)
+        if target is None or objects.is_cluster_local(isvc) or ingress.creation_enabled(isvc, self._config):
+            return None
+        port: int = objects.external_service(isvc, target)["spec"]["ports"][0]["port"]
+        return port
+
+    async def _report(
+        self, isvc: Obj, now: datetime, report: _Report, done: Sequence[ComponentPlan],
+        failure: Exception | None, port: int | None,
+    ) -> float | None:
+        """Ingress, the cleanup of removed components, then the status from what the writes did."""
+        model, pin = report.model, report.pin
         ingress_state, traffic = await self._reconcile_ingress(isvc, done, format_time(now))
-        await self._delete_removed(isvc, {plan.component for plan in plans})
+        await self._delete_removed(isvc, {plan.component for plan in report.plans})
         observed = status.Observed(
-            plans=done,
+            plans=list(done),
             workloads=self._workloads(isvc, done),
             engine_pods=self._pods(isvc, "engine") if model is not None else (),
-            runtime_name=runtime_name,
-            runtime_error=live_problem or None,
+            runtime_name=report.runtime_name,
+            runtime_error=report.live_problem or None,
             has_model=model is not None,
             external_port=port,
-            has_overlays=found.requested,
-            overlays_problem="; ".join(found.problems) or None,
+            has_overlays=report.overlays.requested,
+            overlays_problem="; ".join(report.overlays.problems) or None,
             ingress=ingress_state,
             traffic=traffic,
             **coordination_condition.with_condition(

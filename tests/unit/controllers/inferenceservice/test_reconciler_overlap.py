@@ -79,3 +79,62 @@ async def test_children_are_read_through_the_owner_index() -> None:
     uid = builders.isvc()["metadata"]["uid"]
     children = [index for name, index in reads if name in {res.name for res in rec.CHILD_RESOURCES}]
     assert children and all(index == (OWNER_INDEX, uid) for index in children)
+
+
+def _change_engine(world: FakeWorld, **annotations: str) -> None:
+    """A spec change of a running service: a new engine annotation, the generation one up."""
+    isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo")
+    assert isvc is not None
+    isvc["spec"]["engine"].setdefault("annotations", {}).update(annotations)
+    isvc["metadata"]["generation"] = int(isvc["metadata"].get("generation") or 1) + 1
+
+
+async def test_a_running_service_writes_its_status_beside_the_childrens_applies() -> None:
+    """One round trip per spec change: the status (its new observedGeneration) is in flight with the
+    children's applies, not after them."""
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, established(builders.isvc()))
+    reconciler = make_reconciler(world, FakeRecorder(), now=datetime(2026, 1, 1, tzinfo=UTC))
+    await reconciler.reconcile(Request("demo", "llama"))  # created, status reported
+    _change_engine(world, churn="1")
+    writer = OverlapWriter(world)
+    reconciler = make_reconciler(world, FakeRecorder(), writer=writer, now=datetime(2026, 1, 1, tzinfo=UTC))
+    await reconciler.reconcile(Request("demo", "llama"))
+    assert sorted(kind for kind, _ in writer.order) == ["Deployment", "InferenceService/status", "Service"]
+    assert writer.most == 3, writer.order  # all three in flight at once; a pass that waited: 2, then 1
+    isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo") or {}
+    assert isvc["status"]["observedGeneration"] == isvc["metadata"]["generation"]
+    deployment = world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") or {}
+    assert deployment["spec"]["template"]["metadata"]["annotations"]["churn"] == "1"
+
+
+async def test_a_component_failing_beside_the_status_write_reports_again_and_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The status written beside the writes assumed they succeed; a component that fails meanwhile gets
+    the status a pass that waited would have written (its condition), and the pass fails as before."""
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, established(builders.isvc()))
+    reconciler = make_reconciler(world, FakeRecorder(), now=datetime(2026, 1, 1, tzinfo=UTC))
+    await reconciler.reconcile(Request("demo", "llama"))
+    _change_engine(world, churn="2")
+    writes: list[Obj] = []
+    real_apply = world.apply
+
+    async def apply(res: Resource, obj: Obj, **kwargs: Any) -> Obj:
+        if kwargs.get("subresource") == "status":
+            writes.append(obj["status"])
+        return await real_apply(res, obj, **kwargs)
+
+    world.apply = apply  # type: ignore[method-assign]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise rec.modes.UnreconcilableModeError("engine", "VirtualDeployment")
+
+    monkeypatch.setattr(rec.workloads, "render_component", broken)
+    with pytest.raises(rec.ComponentError, match="not supported for the engine component"):
+        await reconciler.reconcile(Request("demo", "llama"))
+    assert len(writes) == 2, "the status beside the writes, then the one from what was done"
+    assert writes[0] != writes[1]
+    isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo") or {}
+    assert isvc["status"] == writes[1] or all(isvc["status"].get(k) == v for k, v in writes[1].items())
