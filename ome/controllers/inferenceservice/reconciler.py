@@ -2,9 +2,10 @@
 
 Steps, each a short method: TTL first (so no spec problem keeps an expired service alive), then
 VirtualDeployment, model, runtime, components in order (engine, decoder, router), the external Service,
-cleanup of removed components, status. Reads come only from the shared cache; writes are server-side
-applies that happen only when a desired object changed or a field OME sets drifted out of band
-(converge.py), so a no-op reconcile writes nothing. The config is read once per reconcile.
+cleanup of removed components, status (written beside the children's writes once the service runs:
+every workload cached and a status reported; taken back should a write fail). Reads come only from the
+shared cache; writes are server-side applies that happen only when a desired object changed or a field
+OME sets drifted out of band (converge.py), so a no-op reconcile writes nothing. The config is read once per reconcile.
 
 It is the one writer of the InferenceService status: the autoscaler controller's entries
 (`status.components.<c>.autoscaler`) are merged into every status written (autoscaler/entries.py), so a new
@@ -360,13 +361,28 @@ class InferenceServiceReconciler:
         running = asyncio.ensure_future(writes)
         try:
             held = await self._report(isvc, now, report, plans, None, self._external_port(isvc, plans))
-        finally:
+        except BaseException:
+            await asyncio.gather(running, return_exceptions=True)  # never left running past the pass
+            raise
+        try:
             (done, failure), _ = await running
+        except Exception:
+            await self._retract(isvc)
+            raise
         if failure is None:
             return held
         current = self._reader.get_or_none(resources.INFERENCE_SERVICES, isvc["metadata"]["name"],
                                            isvc["metadata"]["namespace"])
         return await self._report(current or isvc, now, report, done, failure, None)
+
+    async def _retract(self, isvc: Obj) -> None:
+        """A write beside the status failed: the status this pass read goes back, so that it does not
+        report a generation whose objects were not written (a waiting pass would not have written it)."""
+        old = {k: v for k, v in (isvc.get("status") or {}).items() if k in status.OWNED_FIELDS}
+        try:
+            await self._write_status(isvc, old)
+        except errors.ApiError as exc:
+            log.warning("Failed to restore the status after a failed write", error=str(exc))
 
     def _status_beside_writes(self, isvc: Obj, plans: Sequence[ComponentPlan]) -> bool:
         """Whether the status can be written beside the children's writes: the service has reported a status

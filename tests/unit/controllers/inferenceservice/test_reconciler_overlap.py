@@ -1,5 +1,6 @@
 """What keeps a reconcile cheap at scale: a component's objects and the external Service are applied
-together, the status after them; children are read through the owner index, not a namespace scan."""
+together, the status after them while the service starts and beside them once it runs; children are
+read through the owner index, not a namespace scan."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from ome.api import resources as r
 from ome.controllers.inferenceservice import reconciler as rec
+from ome.framework import errors
 from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
 from ome.framework.store import OWNER_INDEX
@@ -138,3 +140,32 @@ async def test_a_component_failing_beside_the_status_write_reports_again_and_fai
     assert writes[0] != writes[1]
     isvc = world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo") or {}
     assert isvc["status"] == writes[1] or all(isvc["status"].get(k) == v for k, v in writes[1].items())
+
+
+async def test_a_child_write_refused_beside_the_status_write_takes_the_status_back() -> None:
+    """A write refused by the apiserver fails the pass before any status in a pass that waits; beside it,
+    the status already written goes back to what the pass read, so observedGeneration does not claim a
+    generation whose objects were not written."""
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, established(builders.isvc()))
+    reconciler = make_reconciler(world, FakeRecorder(), now=datetime(2026, 1, 1, tzinfo=UTC))
+    await reconciler.reconcile(Request("demo", "llama"))
+    before = (world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo") or {})["status"]
+    _change_engine(world, churn="3")
+    statuses: list[int] = []
+    real_apply = world.apply
+
+    async def apply(res: Resource, obj: Obj, **kwargs: Any) -> Obj:
+        if kwargs.get("subresource") == "status":
+            statuses.append(obj["status"]["observedGeneration"])
+        elif obj["kind"] == "Deployment":
+            await asyncio.sleep(0)
+            raise errors.ApiError(422, "Invalid", "Deployment.apps \"llama-engine\" is invalid")
+        return await real_apply(res, obj, **kwargs)
+
+    world.apply = apply  # type: ignore[method-assign]
+    with pytest.raises(errors.ApiError, match="is invalid"):
+        await reconciler.reconcile(Request("demo", "llama"))
+    assert statuses == [2, 1], "written beside the writes, then taken back"
+    after = (world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo") or {})["status"]
+    assert after["observedGeneration"] == before["observedGeneration"] == 1
