@@ -5,7 +5,8 @@ VirtualDeployment, model, runtime, components in order (engine, decoder, router)
 cleanup of removed components, status (written beside the children's writes once the service runs:
 every workload cached and a status reported; taken back should a write fail). Reads come only from the
 shared cache; writes are server-side applies that happen only when a desired object changed or a field
-OME sets drifted out of band (converge.py), so a no-op reconcile writes nothing. The config is read once per reconcile.
+OME sets drifted out of band (converge.py), so a no-op reconcile writes nothing. The config is read once
+per reconcile.
 
 It is the one writer of the InferenceService status: the autoscaler controller's entries
 (`status.components.<c>.autoscaler`) are merged into every status written (autoscaler/entries.py), so a new
