@@ -23,9 +23,10 @@ import contextlib
 import random
 import re
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
@@ -200,8 +201,10 @@ class Transport:
         """Send one request and return the body of the 2xx answer; anything else raises ApiError.
 
         Failures are retried as `ClientSettings.retry` says; `idempotent` overrides the verb's. `fence` is
-        called right before each attempt goes out, after any wait for the rate limit, and raises to refuse
-        it: a process stopped while a request waited must not send it on waking without asking again.
+        called right before each attempt goes out, after any wait for the rate limit, and again once the
+        attempt holds its connection (after any wait for a free one or a TLS handshake), and raises to
+        refuse it: a process stopped while a request waited must not send it on waking without asking
+        again.
         `resource` names the rate-limit bucket (`ClientSettings.qps` applies per resource type, its
         subresources included; requests that name none share one bucket).
         """
@@ -257,6 +260,7 @@ class Transport:
                 data=body,
                 headers=headers,
                 timeout=client_timeout,
+                trace_request_ctx={FENCE: fence} if fence is not None else None,
                 **self._extra,
             ) as resp:
                 data = await resp.read()
@@ -343,6 +347,7 @@ class Transport:
             proxy_auth=proxy_auth,
             read_bufsize=self._settings.read_bufsize,
             headers={"User-Agent": self._settings.user_agent},
+            trace_configs=[_fence_at_connection()],
         )
 
     async def _headers(self, accept: str, content_type: str | None) -> dict[str, str]:
@@ -395,3 +400,25 @@ def env_proxy(host: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
     with contextlib.suppress(LookupError):
         return get_env_proxy_for_url(URL(host))
     return None, None
+
+
+FENCE: Final = "fence"
+"""The key of a request's write fence in its `trace_request_ctx`."""
+
+
+def _fence_at_connection() -> aiohttp.TraceConfig:
+    """Asks a request's fence once it holds a connection, the last wait before its bytes go out: a
+    process stopped (SIGSTOP, a stalled host) while it waited for a free connection or a handshake must not
+    send it on waking, after its Lease has passed to another manager."""
+
+    async def check(_: aiohttp.ClientSession, ctx: SimpleNamespace, __: object) -> None:
+        request_ctx = ctx.trace_request_ctx
+        fence = request_ctx.get(FENCE) if isinstance(request_ctx, Mapping) else None
+        if fence is not None:
+            fence()
+
+    config = aiohttp.TraceConfig()
+    config.on_connection_reuseconn.append(check)
+    config.on_connection_create_end.append(check)
+    config.freeze()
+    return config

@@ -362,7 +362,10 @@ class InferenceServiceReconciler:
         running = asyncio.ensure_future(writes)
         try:
             held = await self._report(isvc, now, report, plans, None, self._external_port(isvc, plans))
-        except BaseException:
+        except asyncio.CancelledError:
+            running.cancel()  # the worker is stopping: so are its writes
+            raise
+        except Exception:
             await asyncio.gather(running, return_exceptions=True)  # never left running past the pass
             raise
         try:

@@ -294,7 +294,30 @@ async def test_a_write_waiting_to_be_retried_asks_the_fence_again(client: Client
 
     await asyncio.create_task(leader_work())
     assert len([r for r in fake.requests if r.method == "POST"]) == 1
-    assert asked == [0, 0, 1]  # at the call, before the first attempt, before the retry
+    assert asked == [0, 0, 0, 1]  # at the call, before the first attempt, at its connection, before the retry
+
+
+async def test_a_write_asks_the_fence_again_once_it_holds_its_connection(
+    client: Client, fake: FakeApiServer
+) -> None:
+    """The last wait before a write's bytes go out is for its connection (a free one, or a handshake): a
+    process stopped there past its Lease must not send it on waking. The fence is asked once more then."""
+    asked: list[str] = []
+
+    def fence() -> None:
+        asked.append("asked")
+        if len(asked) == 3:  # at the call and before the attempt the Lease was held; not any more
+            raise errors.NotLeader(0, "NotLeader", "no lease")
+
+    async def leader_work() -> None:
+        fence_writes(fence)
+        with pytest.raises(errors.NotLeader):
+            await client.create(resources.CONFIGMAPS, cm("stopped"))
+
+    await asyncio.create_task(leader_work())
+    assert len(asked) == 3
+    assert [r for r in fake.requests if r.method == "POST"] == []
+    await client.create(resources.CONFIGMAPS, cm("after"))  # the connection pool is still usable
 
 
 async def test_per_call_timeout_raises_server_timeout(client: Client, fake: FakeApiServer) -> None:

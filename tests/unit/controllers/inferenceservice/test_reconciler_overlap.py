@@ -169,3 +169,25 @@ async def test_a_child_write_refused_beside_the_status_write_takes_the_status_ba
     assert statuses == [2, 1], "written beside the writes, then taken back"
     after = (world.get_or_none(r.INFERENCE_SERVICES, "llama", "demo") or {})["status"]
     assert after["observedGeneration"] == before["observedGeneration"] == 1
+
+
+async def test_a_refused_status_write_beside_the_writes_lets_them_finish_and_fails_the_pass() -> None:
+    world = FakeWorld()
+    world.put(r.INFERENCE_SERVICES, established(builders.isvc()))
+    reconciler = make_reconciler(world, FakeRecorder(), now=datetime(2026, 1, 1, tzinfo=UTC))
+    await reconciler.reconcile(Request("demo", "llama"))
+    _change_engine(world, churn="4")
+    real_apply = world.apply
+
+    async def apply(res: Resource, obj: Obj, **kwargs: Any) -> Obj:
+        if kwargs.get("subresource") == "status":
+            raise errors.Conflict(409, "Conflict", "the object has been modified")
+        for _ in range(3):  # still in flight when the status write is refused
+            await asyncio.sleep(0)
+        return await real_apply(res, obj, **kwargs)
+
+    world.apply = apply  # type: ignore[method-assign]
+    with pytest.raises(errors.Conflict):
+        await reconciler.reconcile(Request("demo", "llama"))
+    deployment = world.get_or_none(r.DEPLOYMENTS, "llama-engine", "demo") or {}
+    assert deployment["spec"]["template"]["metadata"]["annotations"]["churn"] == "4"
