@@ -18,6 +18,7 @@ from typing import Any, Final
 from ome.framework.cache import SharedCache
 from ome.framework.informer import Informer
 from ome.framework.resources import NODES
+from ome.omenative.migration_relocate import ready_condition
 
 Obj = dict[str, Any]
 _META: Final = ("name", "uid", "resourceVersion", "labels", "deletionTimestamp")
@@ -41,12 +42,7 @@ def node_informer(cache: SharedCache) -> Informer:
     return cache.informer_for(NODES, transform=slim_node)
 
 
-def ready_of(node: Obj | None) -> Obj | None:
-    conditions = ((node or {}).get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c.get("type") == "Ready"), None)
-
-
 def ready_changed(event_type: str, obj: Obj, old: Obj | None) -> bool:
     """A predicate: adds and deletes, and updates that change the `Ready` condition (relocation's evidence);
     label and capacity updates pass over."""
-    return event_type != "MODIFIED" or old is None or ready_of(old) != ready_of(obj)
+    return event_type != "MODIFIED" or old is None or ready_condition(old) != ready_condition(obj)

@@ -49,6 +49,8 @@ SLOW_THROTTLE: Final = 1.0
 # RFC 9110 idempotent methods: sending one twice has the effect of sending it once. A PUT carries a
 # resourceVersion, so a replay of one that did land answers 409; a replayed DELETE answers 404.
 IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+FENCE: Final = "fence"
+"""The key of a request's write fence in its `trace_request_ctx`."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -400,10 +402,6 @@ def env_proxy(host: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
     with contextlib.suppress(LookupError):
         return get_env_proxy_for_url(URL(host))
     return None, None
-
-
-FENCE: Final = "fence"
-"""The key of a request's write fence in its `trace_request_ctx`."""
 
 
 def _fence_at_connection() -> aiohttp.TraceConfig:

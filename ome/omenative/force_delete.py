@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from ome.omenative.migration_relocate import ready_condition
 from ome.omenative.pods_view import go_duration, parse_time
 
 UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
@@ -46,8 +47,7 @@ def evidence(
     """(evidence, None) when the node is dead; else (None, seconds until it could count, or None)."""
     if node is None:
         return "node-gone", None
-    conditions = (node.get("status") or {}).get("conditions") or []
-    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    ready = ready_condition(node)
     if ready is not None and ready.get("status") == "True":
         return None, None
     wait: float | None = None

@@ -106,10 +106,15 @@ def dead(node: Mapping[str, Any] | None, now: datetime, threshold: float) -> boo
     return left is not None and left <= 0
 
 
+def ready_condition(node: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A Node's `Ready` condition (None: none reported, or no node)."""
+    conditions = ((node or {}).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "Ready"), None)
+
+
 def dead_in(node: Mapping[str, Any], now: datetime, threshold: float) -> float | None:
     """Seconds until a NotReady node counts as dead (<= 0: it does); None: Ready, or no time to count from."""
-    conditions = (node.get("status") or {}).get("conditions") or []
-    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    ready = ready_condition(node)
     if ready is None or ready.get("status") == "True":
         return None
     since = parse_time(ready.get("lastTransitionTime"))

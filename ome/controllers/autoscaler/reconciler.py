@@ -287,14 +287,9 @@ class AutoscalerReconciler:
             await self._delete(resources.PDBS, inputs.pdb)
 
     async def _apply(self, desired: Obj, cached: Mapping[str, Any] | None) -> None:
-        if cached is None:
-            # Read as the write is decided, as OwnApplies reads the informers' progress: a create of an
-            # earlier pass shown since this pass read the cache would otherwise look deleted, made again.
-            meta = desired["metadata"]
-            cached = self._reader.get_or_none(converge.resource_of(desired), meta["name"], meta["namespace"])
         # A cache older than our last apply is compared with that apply, not with itself (OwnApplies).
         await converge.converge(self._writer, desired, cached, applies=self._applied,
-                                field_manager=FIELD_MANAGER, posts=self._posts)
+                                field_manager=FIELD_MANAGER, posts=self._posts, reader=self._reader)
 
     async def _delete(self, res: Resource, obj: Mapping[str, Any]) -> None:
         await converge.delete(self._writer, res, obj, self._applied)

@@ -48,6 +48,10 @@ stamp = drift.stamp
 log = structlog.get_logger("ome.controllers.inferenceservice")
 
 
+class Reader(Protocol):
+    def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> Any: ...
+
+
 class Writer(Protocol):
     async def apply(
         self,
@@ -129,6 +133,7 @@ async def converge(
     behind: WriteBehind | None = None,
     owner: Request | None = None,
     posts: PostCreates | None = None,
+    reader: Reader | None = None,
 ) -> bool:
     """Apply `desired` unless the cached copy already matches it; True when it wrote (or started the
     write). `create_only` ({section: {field: value}}) is sent with the create only (see the module
@@ -136,11 +141,15 @@ async def converge(
     with that apply instead (framework/own_applies.py). With `behind` and the `owner` to requeue should
     it fail, a create runs beside the caller (framework/write_behind.py). With `posts`, a create is a POST
     and an apply of an object that may hold such a create's fields moves them first
-    (framework/post_creates.py)."""
+    (framework/post_creates.py). With `reader`, an absent `cached` is read again as the write is decided,
+    when `applies` reads the informers' progress: a create of an earlier pass shown since the caller read the
+    cache would otherwise look deleted and be made again."""
     tolerated = tolerated or TOLERATED
     stamped = stamp(desired)
     res = resource_of(stamped)
     meta = stamped["metadata"]
+    if cached is None and reader is not None:
+        cached = reader.get_or_none(res, str(meta["name"]), meta.get("namespace"))
     key = (res.name, str(meta.get("namespace") or ""), str(meta["name"]))
     if behind is not None and (flying := behind.in_flight(key)) is not None:
         if flying == drift.desired_hash(stamped):

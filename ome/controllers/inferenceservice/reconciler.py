@@ -375,9 +375,7 @@ class InferenceServiceReconciler:
             raise
         if failure is None:
             return held
-        current = self._reader.get_or_none(resources.INFERENCE_SERVICES, isvc["metadata"]["name"],
-                                           isvc["metadata"]["namespace"])
-        return await self._report(current or isvc, now, report, done, failure, None)
+        return await self._report(isvc, now, report, done, failure, None)
 
     async def _retract(self, isvc: Obj) -> None:
         """A write beside the status failed: the status this pass read goes back, so that it does not
@@ -399,11 +397,7 @@ class InferenceServiceReconciler:
 
     def _external_port(self, isvc: Obj, plans: Sequence[ComponentPlan]) -> int | None:
         """The port `_reconcile_external_service` reports, from the plans alone."""
-        target = workloads.external_target(plans)
-        if target is None or objects.is_cluster_local(isvc) or ingress.creation_enabled(isvc, self._config):
-            return None
-        port: int = objects.external_service(isvc, target)["spec"]["ports"][0]["port"]
-        return port
+        return _port(self._external_wanted(isvc, _external_service(isvc, plans)))
 
     async def _report(
         self, isvc: Obj, now: datetime, report: _Report, done: Sequence[ComponentPlan],
@@ -575,10 +569,7 @@ class InferenceServiceReconciler:
 
     async def _reconcile_external_service(self, isvc: Obj, plans: Sequence[ComponentPlan]) -> int | None:
         """The Service `{isvc}` while ingress creation is off; returns its port (None when there is none)."""
-        target = workloads.external_target(plans)
-        return await self._converge_external(
-            isvc, objects.external_service(isvc, target) if target is not None else None
-        )
+        return await self._converge_external(isvc, _external_service(isvc, plans))
 
     async def _reconcile_ingress(
         self, isvc: Obj, plans: Sequence[ComponentPlan], now: str
@@ -602,17 +593,19 @@ class InferenceServiceReconciler:
         """Apply `desired` as the Service `{isvc}`, or delete ours when there is none to have."""
         name, namespace = isvc["metadata"]["name"], isvc["metadata"]["namespace"]
         cached = self._reader.get_or_none(resources.SERVICES, name, namespace)
-        if (
-            objects.is_cluster_local(isvc)
-            or desired is None
-            or ingress.creation_enabled(isvc, self._config)
-        ):
+        wanted = self._external_wanted(isvc, desired)
+        if wanted is None:
             if cached is not None and _owned_by(cached, isvc):
                 await self._delete(resources.SERVICES, cached)
             return None
-        await self._converge(desired, cached)
-        port: int = desired["spec"]["ports"][0]["port"]
-        return port
+        await self._converge(wanted, cached)
+        return _port(wanted)
+
+    def _external_wanted(self, isvc: Obj, desired: Obj | None) -> Obj | None:
+        """`desired` when the Service `{isvc}` is to exist: not cluster-local, ingress creation off."""
+        if desired is None or objects.is_cluster_local(isvc) or ingress.creation_enabled(isvc, self._config):
+            return None
+        return desired
 
     async def _delete_removed(self, isvc: Obj, declared: set[str]) -> None:
         """Delete children of components the spec no longer declares (a mode change keeps the old ones)."""
@@ -637,13 +630,11 @@ class InferenceServiceReconciler:
         """converge.converge with this reconciler's own applies and the informers' progress; a create
         runs beside the pass (framework/write_behind.py) unless `inline` or no write-behind is set."""
         behind = None if inline else self._behind
-        if cached is None:
-            # Read as the write is decided (OwnApplies reads the informers' progress then): a create of it
-            # that ended, or was shown, while this pass ran must be seen, or it looks deleted.
-            cached = self._cached(desired)
+        # `reader`: an absent child is read again as the write is decided (a create that ended, or was
+        # shown, while this pass ran must be seen).
         return await converge.converge(self._writer, desired, cached, create_only=create_only,
                                        applies=self._applies, behind=behind, owner=_PASS_OWNER.get(),
-                                       posts=self._posts)
+                                       posts=self._posts, reader=self._reader)
 
     def _creates_on_their_way(self, isvc: Obj) -> bool:
         """Whether a create of this service's objects runs beside the pass (framework/write_behind.py)."""
@@ -775,6 +766,16 @@ class InferenceServiceReconciler:
         selector = naming.selector_labels(meta["name"], component)
         service = (pod_index.INDEX, pod_index.key(meta["namespace"], meta["name"]))  # not the namespace's
         return self._reader.list(resources.PODS, meta["namespace"], label_selector=selector, index=service)
+
+
+def _external_service(isvc: Obj, plans: Sequence[ComponentPlan]) -> Obj | None:
+    """The Service `{isvc}` in front of the plans' external target (None: no target)."""
+    target = workloads.external_target(plans)
+    return objects.external_service(isvc, target) if target is not None else None
+
+
+def _port(service: Mapping[str, Any] | None) -> int | None:
+    return int(service["spec"]["ports"][0]["port"]) if service is not None else None
 
 
 def _keep_model_status(isvc: Mapping[str, Any], computed: Obj, has_model: bool) -> Obj:

@@ -53,6 +53,19 @@ class StaleCache(World):
     def catch_up(self) -> None:
         self.objects.update(copy.deepcopy(self.served))
 
+    def served_version(self) -> int:
+        """The newest resourceVersion the apiserver has answered a write with."""
+        return max(int(o["metadata"]["resourceVersion"]) for o in self.served.values())
+
+
+def _with_progress(world: StaleCache, progress: dict[str, int]) -> rec.AutoscalerReconciler:
+    """The autoscaler over `world`, told the informers' progress from `progress["seen"]`."""
+    return rec.AutoscalerReconciler(
+        reader=world, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
+        config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
+        entries=world.entries, clock=lambda: NOW, seen=lambda res, namespace, labels: progress["seen"],
+    )
+
 
 async def _world_with_scalers() -> tuple[StaleCache, rec.AutoscalerReconciler]:
     world = StaleCache()
@@ -122,17 +135,13 @@ async def test_a_pass_before_the_cache_shows_the_creates_does_not_create_again()
     world = StaleCache()
     _put_isvc(world)
     progress = {"seen": 0}
-    reconciler = rec.AutoscalerReconciler(
-        reader=world, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
-        config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
-        entries=world.entries, clock=lambda: NOW, seen=lambda res, namespace, labels: progress["seen"],
-    )
+    reconciler = _with_progress(world, progress)
     await reconciler.reconcile(REQ)
     created = sorted(world.applies)
     assert [kind for kind, _ in created] == ["HorizontalPodAutoscaler", "PodDisruptionBudget"]
     await reconciler.reconcile(REQ)  # the cache shows neither create yet
     assert sorted(world.applies) == created, "no second create of the same content"
-    progress["seen"] = max(int(o["metadata"]["resourceVersion"]) for o in world.served.values())
+    progress["seen"] = world.served_version()
     await reconciler.reconcile(REQ)  # the informers passed both creates and hold neither: deleted
     assert sorted(world.applies) == sorted(created * 2)
 
@@ -151,7 +160,7 @@ class ShownDuringThePass(StaleCache):
         if res == r.PDBS and self.show_after_read:
             self.show_after_read = False
             self.catch_up()
-            self.progress["seen"] = max(int(o["metadata"]["resourceVersion"]) for o in self.served.values())
+            self.progress["seen"] = self.served_version()
         return found
 
 
@@ -162,11 +171,7 @@ async def test_a_create_shown_while_the_pass_decides_is_not_created_again() -> N
     progress = {"seen": 0}
     world = ShownDuringThePass(progress)
     _put_isvc(world)
-    reconciler = rec.AutoscalerReconciler(
-        reader=world, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
-        config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
-        entries=world.entries, clock=lambda: NOW, seen=lambda res, namespace, labels: progress["seen"],
-    )
+    reconciler = _with_progress(world, progress)
     await reconciler.reconcile(REQ)
     created = sorted(world.applies)
     assert [kind for kind, _ in created] == ["HorizontalPodAutoscaler", "PodDisruptionBudget"]
