@@ -21,7 +21,7 @@ import structlog
 
 from ome.cmd import flags, wiring
 from ome.config.durations import parse_duration
-from ome.framework import certs, errors, heap_trim, log_setup
+from ome.framework import crypto_child, errors, heap_trim, log_setup, pem_files
 from ome.framework.client import Client
 from ome.framework.leaderelection import ACQUIRE_JITTER, LeaderElectionConfig
 from ome.framework.manager import LeaderElectionLost, Manager, ManagerOptions
@@ -277,12 +277,12 @@ def _bootstrap_options(args: argparse.Namespace) -> cert_bootstrap.Options:
 def _metrics_tls() -> ssl.SSLContext:
     """controller-runtime's secure metrics without a certificate directory: a self-signed pair made at
     start, held only in a private temporary directory for the load."""
-    ca_crt, ca_key = certs.generate_ca("ome-metrics-self-signed")
-    crt, key = certs.generate_serving_cert(ca_crt, ca_key, "localhost", ip_addresses=("127.0.0.1",))
+    _, crt, key = crypto_child.self_signed("ome-metrics-self-signed", "localhost",
+                                           ip_addresses=("127.0.0.1",))
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     with tempfile.TemporaryDirectory(prefix="ome-metrics-cert-") as directory:
-        certs.write_cert_pair(Path(directory), crt, key, cert_name="tls.crt", key_name="tls.key")
+        pem_files.write_cert_pair(Path(directory), crt, key, cert_name="tls.crt", key_name="tls.key")
         context.load_cert_chain(Path(directory) / "tls.crt", Path(directory) / "tls.key")
     return context
 

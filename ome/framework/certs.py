@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
-import tempfile
-from collections.abc import Iterable
-from pathlib import Path
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from ome.framework.pem_files import write_cert_pair, write_pem
+
+__all__ = ["PemPair", "generate_ca", "generate_cert", "generate_client_cert", "generate_rsa_keypair",
+           "generate_serving_cert", "self_signed_task", "serial_number", "write_cert_pair", "write_pem"]
 
 DEFAULT_VALIDITY_DAYS: Final = 365
 RSA_KEY_SIZE: Final = 2048
@@ -138,37 +140,6 @@ def serial_number(cert_pem: bytes) -> int:
     return x509.load_pem_x509_certificate(cert_pem).serial_number
 
 
-def write_pem(path: str | os.PathLike[str], data: bytes, *, private: bool = False) -> Path:
-    """Write atomically (temp file + rename), so a watcher never reads half a file; keys get mode 0600."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        os.fchmod(fd, 0o600 if private else 0o644)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
-
-
-def write_cert_pair(
-    directory: str | os.PathLike[str],
-    cert_pem: bytes,
-    key_pem: bytes,
-    *,
-    cert_name: str = "tls.crt",
-    key_name: str = "tls.key",
-) -> tuple[Path, Path]:
-    """Write a certificate and key the way a mounted kubernetes.io/tls Secret lays them out."""
-    # Key first: a watcher that reloads on the certificate's change then finds the matching key.
-    key_path = write_pem(Path(directory) / key_name, key_pem, private=True)
-    cert_path = write_pem(Path(directory) / cert_name, cert_pem)
-    return cert_path, key_path
-
-
 def _base_builder(
     subject: x509.Name, issuer: x509.Name, public_key: rsa.RSAPublicKey, validity_days: int
 ) -> x509.CertificateBuilder:
@@ -214,3 +185,15 @@ def _key_pem(key: rsa.RSAPrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+
+
+def self_signed_task(payload: Mapping[str, Any]) -> dict[str, str]:
+    """`ome.framework.crypto_child`'s "self-signed" task: a new CA and a serving certificate it signed,
+    as PEM text (`ca`, `cert`, `key`)."""
+    ca_pem, ca_key = generate_ca(str(payload["ca_common_name"]))
+    cert_pem, key_pem = generate_serving_cert(
+        ca_pem, ca_key, str(payload["common_name"]),
+        dns_names=[str(n) for n in payload.get("dns_names") or ()],
+        ip_addresses=[str(ip) for ip in payload.get("ip_addresses") or ()],
+    )
+    return {"ca": ca_pem.decode("ascii"), "cert": cert_pem.decode("ascii"), "key": key_pem.decode("ascii")}

@@ -13,6 +13,9 @@ controller-runtime's "cert rotator" pattern, kept small. Every replica, at start
 
 A replaced CA stays in ca.crt next to the new one until it expires, so replicas still serving the old
 pair (until their next refresh) keep passing the apiserver's verification during a rotation.
+
+The X.509 work (checking the Secret, making a pair: `ome.webhooks.cert_material`) runs in a child
+process (`ome.framework.crypto_child`), so the manager maps no X.509 library for an hourly check.
 """
 
 from __future__ import annotations
@@ -23,16 +26,15 @@ import binascii
 import datetime
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict
 
 import structlog
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
 
-from ome.framework import certs, errors, resources
-from ome.framework.client import PatchType
+from ome.framework import crypto_child, errors, pem_files, resources
 from ome.framework.resources import Resource
+
+if TYPE_CHECKING:
+    from ome.framework.client import PatchType
 
 log = structlog.get_logger(__name__)
 
@@ -84,22 +86,6 @@ def service_dns_names(service_name: str, namespace: str) -> tuple[str, str]:
     return f"{service_name}.{namespace}.svc", f"{service_name}.{namespace}.svc.cluster.local"
 
 
-def covers(cert_pem: bytes, dns_names: Sequence[str]) -> bool:
-    """Whether every name is among the certificate's DNS SANs (exactly, case-insensitively)."""
-    cert = x509.load_pem_x509_certificate(cert_pem)
-    try:
-        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return False
-    present = {name.lower() for name in san.get_values_for_type(x509.DNSName)}
-    return all(name.lower() in present for name in dns_names)
-
-
-def expires_within(cert_pem: bytes, window: datetime.timedelta, now: datetime.datetime) -> bool:
-    cert = x509.load_pem_x509_certificate(cert_pem)
-    return cert.not_valid_after_utc - now < window
-
-
 def secret_material(secret: Mapping[str, Any]) -> dict[str, bytes] | None:
     """tls.crt, tls.key and ca.crt decoded from the Secret's data; None when one is missing or garbled."""
     data = secret.get("data") or {}
@@ -110,45 +96,9 @@ def secret_material(secret: Mapping[str, Any]) -> dict[str, bytes] | None:
     return material if all(material.values()) else None
 
 
-def secret_problem(
-    secret: Mapping[str, Any], dns_names: Sequence[str], now: datetime.datetime
-) -> str | None:
-    """Why the Secret cannot serve the webhook (None when it can)."""
-    material = secret_material(secret)
-    if material is None:
-        return "missing or undecodable tls.crt, tls.key or ca.crt"
-    try:
-        cert = x509.load_pem_x509_certificate(material[CERT_KEY])
-        key = serialization.load_pem_private_key(material[KEY_KEY], password=None)
-        cas = x509.load_pem_x509_certificates(material[CA_KEY])
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        return f"unparseable certificate material: {exc}"
-    if _public_der(key.public_key()) != _public_der(cert.public_key()):
-        return "tls.key does not match tls.crt"
-    issuer = _issuer_of(cert, cas)
-    if issuer is None:
-        return "tls.crt is not issued by a CA in ca.crt"
-    if issuer.not_valid_after_utc - now < RENEW_BEFORE:
-        return f"CA expires {issuer.not_valid_after_utc.isoformat()}"
-    if not covers(material[CERT_KEY], dns_names):
-        return f"certificate does not cover {', '.join(dns_names)}"
-    if expires_within(material[CERT_KEY], RENEW_BEFORE, now):
-        return f"certificate expires {cert.not_valid_after_utc.isoformat()}"
-    return None
-
-
-def build_secret_data(
-    cert_pem: bytes, key_pem: bytes, ca_pem: bytes, *, previous: Mapping[str, bytes] | None = None,
-    now: datetime.datetime,
-) -> dict[str, str]:
-    """The Secret's data; ca.crt also keeps the CA that issued the previous tls.crt while it is valid."""
-    bundle = ca_pem
-    if previous is not None:
-        old = _previous_ca(previous, now)
-        if old is not None and old not in bundle:
-            bundle = bundle + old
-    return {key: base64.b64encode(value).decode("ascii")
-            for key, value in ((CERT_KEY, cert_pem), (KEY_KEY, key_pem), (CA_KEY, bundle))}
+def encode_data(material: Mapping[str, bytes]) -> dict[str, str]:
+    """A Secret's `data` for the decoded material."""
+    return {key: base64.b64encode(value).decode("ascii") for key, value in material.items()}
 
 
 def build_secret(name: str, namespace: str, data: Mapping[str, str]) -> Obj:
@@ -165,32 +115,6 @@ def patched_webhooks(webhooks: Sequence[Mapping[str, Any]], ca_bundle: bytes) ->
         return None
     return [{**hook, "clientConfig": {**(hook.get("clientConfig") or {}), "caBundle": encoded}}
             for hook in webhooks]
-
-
-def _issuer_of(cert: x509.Certificate, cas: Sequence[x509.Certificate]) -> x509.Certificate | None:
-    for ca in cas:
-        try:
-            cert.verify_directly_issued_by(ca)
-        except (ValueError, TypeError, InvalidSignature):
-            continue
-        return ca
-    return None
-
-
-def _public_der(key: Any) -> bytes:
-    der: bytes = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return der
-
-
-def _previous_ca(previous: Mapping[str, bytes], now: datetime.datetime) -> bytes | None:
-    try:
-        cert = x509.load_pem_x509_certificate(previous[CERT_KEY])
-        ca = _issuer_of(cert, x509.load_pem_x509_certificates(previous[CA_KEY]))
-    except (KeyError, ValueError):
-        return None
-    if ca is None or ca.not_valid_after_utc <= now:
-        return None
-    return ca.public_bytes(serialization.Encoding.PEM)
 
 
 # -- I/O -------------------------------------------------------------------------------------------
@@ -239,14 +163,13 @@ async def _ensure_secret(
             current = None
         now = datetime.datetime.now(datetime.UTC)
         if current is not None:
-            problem = secret_problem(current, dns_names, now)
+            problem = await _secret_problem(current, dns_names, now)
             if problem is None:
                 material = secret_material(current)
                 assert material is not None
                 return material
             log.info("replacing webhook serving certificate", secret=name, reason=problem)
-        previous = secret_material(current) if current is not None else None
-        data = await asyncio.to_thread(_generate, dns_names, previous, now)
+        data = await _replacement(current, dns_names, now)
         try:
             if current is None:
                 await client.create(resources.SECRETS, build_secret(name, namespace, data), namespace)
@@ -260,14 +183,24 @@ async def _ensure_secret(
     raise RuntimeError(f"Secret {namespace}/{name} kept changing; gave up after {MAX_ATTEMPTS} attempts")
 
 
-def _generate(
-    dns_names: Sequence[str], previous: Mapping[str, bytes] | None, now: datetime.datetime
-) -> dict[str, str]:
-    ca_pem, ca_key = certs.generate_ca(f"ome-webhook-ca@{int(now.timestamp())}")
-    # CN: the Service name (a CN holds at most 64 characters; clients match the SANs anyway).
-    common_name = dns_names[0].split(".", 1)[0]
-    cert_pem, key_pem = certs.generate_serving_cert(ca_pem, ca_key, common_name, dns_names=dns_names)
-    return build_secret_data(cert_pem, key_pem, ca_pem, previous=previous, now=now)
+async def _secret_problem(secret: Mapping[str, Any], dns_names: Sequence[str], now: datetime.datetime
+                          ) -> str | None:
+    """`cert_material.secret_problem`, in the certificate child."""
+    found = await crypto_child.run("serving-check", {"data": secret.get("data"), "dns_names": list(dns_names),
+                                                     "now": now.isoformat()})
+    problem = found.get("problem")
+    return None if problem is None else str(problem)
+
+
+async def _replacement(current: Mapping[str, Any] | None, dns_names: Sequence[str], now: datetime.datetime
+                       ) -> dict[str, str]:
+    """A new pair's Secret data (`cert_material.generate`), in the certificate child; the CA of the
+    Secret it replaces stays in ca.crt while it is valid."""
+    made = await crypto_child.run("serving-generate", {
+        "data": (current or {}).get("data") if current is not None and secret_material(current) else None,
+        "dns_names": list(dns_names), "now": now.isoformat(),
+    })
+    return {str(k): str(v) for k, v in dict(made["data"]).items()}
 
 
 def _write_files(cert_dir: Path, material: Mapping[str, bytes]) -> None:
@@ -275,7 +208,7 @@ def _write_files(cert_dir: Path, material: Mapping[str, bytes]) -> None:
     for key in (KEY_KEY, CERT_KEY, CA_KEY):
         path = cert_dir / key
         if not path.exists() or path.read_bytes() != material[key]:
-            certs.write_pem(path, material[key], private=key == KEY_KEY)
+            pem_files.write_pem(path, material[key], private=key == KEY_KEY)
 
 
 async def _ensure_ca_bundle(client: Api, res: Resource, name: str, ca_bundle: bytes) -> None:

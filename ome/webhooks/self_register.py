@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import structlog
 
-from ome.framework import certs, errors, resources
+from ome.framework import crypto_child, errors, pem_files, resources
 from ome.framework.client import Client
 from ome.webhooks import registry
 
@@ -44,9 +44,8 @@ class Registration:
 
 def write_serving_certificate(cert_dir: str | Path, *, host: str = LOOPBACK) -> bytes:
     """Generate a CA and a serving certificate for `host` into cert_dir; returns the CA (the caBundle)."""
-    ca_crt, ca_key = certs.generate_ca("ome-webhook-local-ca")
-    crt, key = certs.generate_serving_cert(ca_crt, ca_key, host, ip_addresses=(host,))
-    certs.write_cert_pair(Path(cert_dir), crt, key, cert_name="tls.crt", key_name="tls.key")
+    ca_crt, crt, key = crypto_child.self_signed("ome-webhook-local-ca", host, ip_addresses=(host,))
+    pem_files.write_cert_pair(Path(cert_dir), crt, key, cert_name="tls.crt", key_name="tls.key")
     return ca_crt
 
 

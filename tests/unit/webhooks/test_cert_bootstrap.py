@@ -22,6 +22,7 @@ from ome.framework.client import PatchType
 from ome.framework.resources import Resource
 from ome.framework.webhook_server import WebhookServer
 from ome.webhooks import cert_bootstrap as cb
+from ome.webhooks import cert_material as cm
 from ome.webhooks import registry
 
 Obj = dict[str, Any]
@@ -36,7 +37,7 @@ def _pair(names: tuple[str, ...] = NAMES, *, days: int = 365, ca: tuple[bytes, b
 
 
 def _secret(cert: bytes, key: bytes, ca: bytes = CA) -> Obj:
-    return cb.build_secret(SECRET, NS, cb.build_secret_data(cert, key, ca, now=NOW))
+    return cb.build_secret(SECRET, NS, cm.build_secret_data(cert, key, ca, now=NOW))
 
 
 GOOD_CERT, GOOD_KEY = _pair()
@@ -50,53 +51,53 @@ def test_service_dns_names() -> None:
 
 
 def test_covers_needs_every_name_as_a_dns_san() -> None:
-    assert cb.covers(GOOD_CERT, NAMES)
-    assert cb.covers(GOOD_CERT, [n.upper() for n in NAMES])
+    assert cm.covers(GOOD_CERT, NAMES)
+    assert cm.covers(GOOD_CERT, [n.upper() for n in NAMES])
     short, _ = _pair(NAMES[:1])
-    assert not cb.covers(short, NAMES)
+    assert not cm.covers(short, NAMES)
     other_ns, _ = _pair(cb.service_dns_names(SERVICE, "other"))
-    assert not cb.covers(other_ns, NAMES)
+    assert not cm.covers(other_ns, NAMES)
     no_san, _ = certs.generate_serving_cert(CA, CA_KEY, NAMES[0])  # the CN alone does not count
-    assert not cb.covers(no_san, NAMES[:1])
+    assert not cm.covers(no_san, NAMES[:1])
 
 
 def test_expires_within_the_renewal_window() -> None:
     soon, _ = _pair(days=10)
-    assert cb.expires_within(soon, cb.RENEW_BEFORE, NOW)
-    assert not cb.expires_within(GOOD_CERT, cb.RENEW_BEFORE, NOW)
-    assert cb.expires_within(GOOD_CERT, cb.RENEW_BEFORE, NOW + datetime.timedelta(days=340))
+    assert cm.expires_within(soon, cb.RENEW_BEFORE, NOW)
+    assert not cm.expires_within(GOOD_CERT, cb.RENEW_BEFORE, NOW)
+    assert cm.expires_within(GOOD_CERT, cb.RENEW_BEFORE, NOW + datetime.timedelta(days=340))
 
 
 def test_secret_problem_accepts_a_good_secret_and_names_each_defect() -> None:
-    assert cb.secret_problem(_secret(GOOD_CERT, GOOD_KEY), NAMES, NOW) is None
+    assert cm.secret_problem(_secret(GOOD_CERT, GOOD_KEY), NAMES, NOW) is None
     missing = _secret(GOOD_CERT, GOOD_KEY)
     del missing["data"]["ca.crt"]
-    assert "missing" in (cb.secret_problem(missing, NAMES, NOW) or "")
+    assert "missing" in (cm.secret_problem(missing, NAMES, NOW) or "")
     garbled = _secret(GOOD_CERT, GOOD_KEY)
     garbled["data"]["tls.crt"] = "not base64!"
-    assert "missing" in (cb.secret_problem(garbled, NAMES, NOW) or "")
+    assert "missing" in (cm.secret_problem(garbled, NAMES, NOW) or "")
     _, other_key = _pair()
-    assert "does not match" in (cb.secret_problem(_secret(GOOD_CERT, other_key), NAMES, NOW) or "")
+    assert "does not match" in (cm.secret_problem(_secret(GOOD_CERT, other_key), NAMES, NOW) or "")
     other_ca, _ = certs.generate_ca("other-ca")
-    assert "not issued" in (cb.secret_problem(_secret(GOOD_CERT, GOOD_KEY, other_ca), NAMES, NOW) or "")
+    assert "not issued" in (cm.secret_problem(_secret(GOOD_CERT, GOOD_KEY, other_ca), NAMES, NOW) or "")
     short, short_key = _pair(NAMES[:1])
-    assert "does not cover" in (cb.secret_problem(_secret(short, short_key), NAMES, NOW) or "")
+    assert "does not cover" in (cm.secret_problem(_secret(short, short_key), NAMES, NOW) or "")
     soon, soon_key = _pair(days=10)
-    assert "expires" in (cb.secret_problem(_secret(soon, soon_key), NAMES, NOW) or "")
+    assert "expires" in (cm.secret_problem(_secret(soon, soon_key), NAMES, NOW) or "")
     expiring_ca = certs.generate_ca("short-ca", validity_days=10)
     cert, key = _pair(ca=expiring_ca)
-    assert "CA expires" in (cb.secret_problem(_secret(cert, key, expiring_ca[0]), NAMES, NOW) or "")
+    assert "CA expires" in (cm.secret_problem(_secret(cert, key, expiring_ca[0]), NAMES, NOW) or "")
 
 
 def test_replacement_bundle_keeps_the_previous_ca_while_it_is_valid() -> None:
     new_ca, new_key = certs.generate_ca("new-ca")
     cert, key = _pair(ca=(new_ca, new_key))
     previous = {"tls.crt": GOOD_CERT, "tls.key": GOOD_KEY, "ca.crt": CA}
-    data = cb.build_secret_data(cert, key, new_ca, previous=previous, now=NOW)
+    data = cm.build_secret_data(cert, key, new_ca, previous=previous, now=NOW)
     bundle = x509.load_pem_x509_certificates(base64.b64decode(data["ca.crt"]))
     assert [c.subject.rfc4514_string() for c in bundle] == ["CN=new-ca", "CN=test-ca"]
     later = NOW + datetime.timedelta(days=400)  # the old CA has expired by then
-    data = cb.build_secret_data(cert, key, new_ca, previous=previous, now=later)
+    data = cm.build_secret_data(cert, key, new_ca, previous=previous, now=later)
     assert base64.b64decode(data["ca.crt"]) == new_ca
 
 
@@ -223,7 +224,7 @@ async def test_first_run_creates_the_secret_writes_files_and_patches_both_config
     assert api.writes == [("create", "secrets", SECRET), ("patch", "mutatingwebhookconfigurations", CONFIG),
                           ("patch", "validatingwebhookconfigurations", CONFIG)]
     secret = _stored_secret(api)
-    assert secret["type"] == "kubernetes.io/tls" and cb.secret_problem(secret, NAMES, NOW) is None
+    assert secret["type"] == "kubernetes.io/tls" and cm.secret_problem(secret, NAMES, NOW) is None
     for key in ("tls.crt", "tls.key", "ca.crt"):
         assert (tmp_path / key).read_bytes() == base64.b64decode(secret["data"][key])
     assert stat.S_IMODE((tmp_path / "tls.key").stat().st_mode) == 0o600
@@ -264,7 +265,7 @@ async def test_stale_secret_is_replaced_under_its_resource_version(tmp_path: Pat
     assert api.writes == [("update", "secrets", SECRET)]
     secret = _stored_secret(api)
     assert secret["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
-    assert cb.secret_problem(secret, NAMES, NOW) is None
+    assert cm.secret_problem(secret, NAMES, NOW) is None
     assert (tmp_path / "tls.crt").read_bytes() != cert
     assert ca.endswith(CA), "the replaced CA stays in the bundle while still valid"
 
