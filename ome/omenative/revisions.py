@@ -132,11 +132,14 @@ def is_ours(existing: Mapping[str, Any], replica: Mapping[str, Any], data: Revis
     return owned and _hashed(stored) == _hashed(data)  # a queue label change is the same revision
 
 
-def controller_revision(replica: Mapping[str, Any], data: RevisionData, number: int) -> Obj:
+def controller_revision(
+    replica: Mapping[str, Any], data: RevisionData, number: int, digest: str | None = None
+) -> Obj:
+    """The ControllerRevision for `data` (`digest`: its revision_hash, when the caller has it)."""
     meta = replica["metadata"]
     spec = replica.get("spec") or {}
     base, component = names.base_name(replica), spec["component"]
-    digest = revision_hash(data, collision_count(replica))
+    digest = digest or revision_hash(data, collision_count(replica))
     return {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",

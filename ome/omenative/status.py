@@ -7,12 +7,13 @@ documented order; five more conditions flag problems without changing it.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from ome.omenative import columnar
 from ome.omenative import instance_names as names
@@ -127,7 +128,7 @@ def instance_rows(rows: Sequence[Row], use_columnar: bool, max_rows: int | None 
 
 
 def _size(value: object) -> int:
-    return len(json.dumps(value, separators=(",", ":")))
+    return len(orjson.dumps(value))  # the bytes the client sends
 
 
 class DecodeFailed(Exception):

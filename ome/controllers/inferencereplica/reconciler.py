@@ -154,13 +154,13 @@ class InferenceReplicaReconciler:
         data = revisions.from_replica(replica)
         if data is None:
             return Result()  # modelRef/runtimeRef rendering is the InferenceService controller's job
+        digest = revisions.revision_hash(data, revisions.collision_count(replica))  # once a pass: a JSON dump
         # Independent writes, made together: a new replica's first pass waits one round trip, not two.
         replica, known = await together.all_settled(
-            self._ensure_finalizer(replica), self._ensure_revision(replica, data)
+            self._ensure_finalizer(replica), self._ensure_revision(replica, data, digest)
         )
         if known is None:
             return Result()  # the collisionCount bump requeues this key
-        digest = revisions.revision_hash(data, revisions.collision_count(replica))
         pods = [v for p in self._owned(PODS, replica) if (v := view(p)) is not None]
         ctx = self._context(replica, digest, known)
         try:
@@ -181,7 +181,7 @@ class InferenceReplicaReconciler:
             # failure is the one raised; either one failing leaves the status unwritten.
             await together.all_settled(
                 self._apply(replica, ctx, plan, known),
-                self._ensure_services(replica, data, known, plan.rows),
+                self._ensure_services(replica, data, digest, known, plan.rows),
                 self._ensure_pod_monitor(replica, data),
             )
         finally:
@@ -380,15 +380,17 @@ class InferenceReplicaReconciler:
             if r.get("data")
         }
 
-    async def _ensure_revision(self, replica: Obj, data: RevisionData) -> dict[str, RevisionData] | None:
-        """Revision data by hash: every owned ControllerRevision plus the spec's, created if new. None
-        when another object holds the spec's revision name: status.collisionCount goes up instead."""
+    async def _ensure_revision(
+        self, replica: Obj, data: RevisionData, digest: str
+    ) -> dict[str, RevisionData] | None:
+        """Revision data by hash: every owned ControllerRevision plus the spec's (`digest`), created if
+        new. None when another object holds the spec's revision name: status.collisionCount goes up
+        instead."""
         known = self._known_revisions(replica)
-        digest = revisions.revision_hash(data, revisions.collision_count(replica))
         if digest in known:
             return known
         owned = self._owned(CONTROLLER_REVISIONS, replica)
-        body = revisions.controller_revision(replica, data, revisions.next_number(owned))
+        body = revisions.controller_revision(replica, data, revisions.next_number(owned), digest)
         meta = body["metadata"]
         try:
             await self._client.create(CONTROLLER_REVISIONS, body, meta["namespace"])
@@ -604,10 +606,12 @@ class InferenceReplicaReconciler:
     # -- services -----------------------------------------------------------------------------
 
     async def _ensure_services(
-        self, replica: Obj, data: RevisionData, known: Mapping[str, RevisionData], rows: list[Obj]
+        self, replica: Obj, data: RevisionData, digest: str, known: Mapping[str, RevisionData],
+        rows: list[Obj],
     ) -> None:
+        """The replica's headless Service and each live revision's Services (`digest`: the spec's)."""
         live = {names.hash_of_revision(r.get("runningRevision") or "") for r in rows}
-        live.add(revisions.revision_hash(data, revisions.collision_count(replica)))
+        live.add(digest)
         desired = [services.headless_service(replica, data)]
         for digest in sorted(live & set(known)):
             desired += services.revision_services(replica, digest, known[digest])
