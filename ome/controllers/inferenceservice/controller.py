@@ -230,14 +230,14 @@ def _named_runtime_specs(cache: Reader, isvc: Obj) -> list[dict[str, Any]]:
 
 
 def _watch_replicas(controller: Controller, cache: SharedCache) -> None:
-    changed = predicates.resource_version_changed  # replica status is mirrored, so status changes count
+    changed = watch_filters.replica_changed  # the mirrored status fields count, the Instance rows do not
     replicas = cache.informer_for(resources.INFERENCE_REPLICAS)
     controller.owns(replicas, "ome.io", "InferenceService", changed)
     # Every replica event asks which services reference it: an index, not a walk of every service.
     cache.informer_for(resources.INFERENCE_SERVICES).add_indexer(REPLICA_REF_INDEX, index_by_replica_ref)
     controller.watches(replicas, referencing_services(cache), changed)
     revisions = cache.informer_for(resources.CONTROLLER_REVISIONS, label_selector=REVISION_SELECTOR)
-    controller.watches(revisions, referencing_revision_owner(cache), changed)
+    controller.watches(revisions, referencing_revision_owner(cache), predicates.resource_version_changed)
 
 
 def referencing_services(cache: Lister) -> Callable[[Obj], Iterable[Request]]:

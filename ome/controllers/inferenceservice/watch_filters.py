@@ -15,6 +15,10 @@ matter: a spec change then waits behind hundreds of pod updates before its obser
 - engine Pod: creation, deletion and label changes (the model copies and Pending/Loading count pods),
   and the main container's failure (status.main_container_failure: BlockedByFailedLoad).
 
+- InferenceReplica: its metadata (not its finalizer, which the replica controller adds to every new
+  replica: that event cost a pass per service), its spec (generation) and the status fields the service
+  mirrors and reads (replica_status.LIFECYCLE_FIELDS); an Instance row's step or a replica's own
+  bookkeeping (`instanceStatuses`, observedGeneration) moves no field of the service.
 - Service: its metadata and its spec (a Service has no generation). Its status (a load balancer's) is
   not read, and the one move of a POSTed Service's fields to the apply entry (framework/post_creates.py)
   changes only its managed fields, which the informer drops: that write's event cost a pass per Service.
@@ -34,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from ome.controllers.inferenceservice.replica_status import LIFECYCLE_FIELDS
 from ome.controllers.inferenceservice.status import main_container_failure
 from ome.framework.handlers import EventType, Obj
 
@@ -44,6 +49,7 @@ _POD_METADATA: Final = ("labels", "deletionTimestamp")
 _DEPLOYMENT_METADATA: Final = tuple(key for key in _METADATA if key != "annotations")
 DEPLOYMENT_REVISION: Final = "deployment.kubernetes.io/revision"
 """kube-controller-manager's count of a Deployment's rollouts: no field of ours, read by no one here."""
+_REPLICA_METADATA: Final = tuple(key for key in _METADATA if key != "finalizers")
 _WORKLOAD_METADATA: Final = ("labels", "ownerReferences", "deletionTimestamp")
 """What maps a workload to its service (owner) and says it is going."""
 
@@ -118,3 +124,13 @@ def pod_changed(obj: Obj, old: Obj) -> bool:
     if _metadata_changed(obj, old, _POD_METADATA):
         return True
     return main_container_failure(obj) != main_container_failure(old)
+
+
+@_on_modified
+def replica_changed(obj: Obj, old: Obj) -> bool:
+    """MODIFIED only when the replica's metadata (not its finalizers), its spec or a status field the
+    service mirrors changed."""
+    if _metadata_changed(obj, old, _REPLICA_METADATA):
+        return True
+    new_status, old_status = obj.get("status") or {}, old.get("status") or {}
+    return any(new_status.get(key) != old_status.get(key) for key in LIFECYCLE_FIELDS)

@@ -22,6 +22,7 @@ from ome.controllers.inferenceservice import controller as isvc_controller
 from ome.controllers.inferenceservice.watch_filters import (
     deployment_changed,
     pod_changed,
+    replica_changed,
     replicas_changed,
     service_changed,
     spec_or_metadata_changed,
@@ -142,7 +143,7 @@ async def wired() -> AsyncIterator[tuple[Manager, Controller]]:
         yield manager, isvc_controller.add_to_manager(manager, InferenceServiceConfig())
 
 
-@pytest.mark.parametrize("kind", ["deployment", "service", "pod", "omenative-pod"])
+@pytest.mark.parametrize("kind", ["deployment", "service", "pod", "omenative-pod", "replica"])
 async def test_the_controller_enqueues_only_events_that_can_change_its_output(
     wired: tuple[Manager, Controller], kind: str
 ) -> None:
@@ -160,6 +161,14 @@ async def test_the_controller_enqueues_only_events_that_can_change_its_output(
         quiet = next_version(old)
         loud = next_version(quiet)
         loud["spec"]["ports"] = [{"port": 9090}]
+    elif kind == "replica":
+        informer = manager.cache.informer_for(resources.INFERENCE_REPLICAS)
+        old = replica()
+        quiet = next_version(old)  # the replica controller's finalizer and an Instance row's step
+        quiet["metadata"]["finalizers"] = ["ome.io/inferencereplica-cleanup"]
+        quiet["status"]["instanceStatuses"][0]["operation"] = {"step": "WaitPodsReady"}
+        loud = next_version(quiet)
+        loud["status"]["readyReplicas"] = 1
     else:
         selector = (isvc_controller.OMENATIVE_SELECTOR if kind == "omenative-pod"
                     else isvc_controller.NOT_OMENATIVE_SELECTOR)  # the controller watches both pod informers
@@ -279,3 +288,26 @@ async def test_the_autoscaler_controller_skips_workload_and_budget_status_but_no
         scaled["spec"]["replicas"] = 4  # kubectl scale: held or floored by the autoscaler
         deployments._notify("MODIFIED", scaled, revised)
         assert await controller.queue.get() == Request("ns", "svc")
+
+
+def test_replica_changed_passes_what_the_service_mirrors_or_renders_and_drops_the_rest() -> None:
+    old = replica()
+    rows = next_version(old)
+    rows["status"]["instanceStatuses"] = [{"index": 0, "phase": "Creating", "podCount": 1}]
+    rows["status"]["observedGeneration"] = 1
+    assert not replica_changed("MODIFIED", rows, old)
+    finalized = next_version(old)
+    finalized["metadata"]["finalizers"] = ["ome.io/inferencereplica-cleanup"]
+    assert not replica_changed("MODIFIED", finalized, old)
+    for field, value in (("readyReplicas", 1), ("servingReplicas", 1), ("updateRevision", "svc-engine-rev-2"),
+                         ("conditions", [{"type": "Ready", "status": "True"}]),
+                         ("rolloutHold", {"gate": "Canary"})):
+        moved = next_version(old)
+        moved["status"][field] = value
+        assert replica_changed("MODIFIED", moved, old), field
+    for key, value in (("generation", 2), ("labels", {"x": "y"}), ("annotations", {"a": "b"}),
+                       ("deletionTimestamp", "2026-01-01T00:00:00Z"), ("ownerReferences", [])):
+        moved = next_version(old)
+        moved["metadata"][key] = value
+        assert replica_changed("MODIFIED", moved, old), key
+    assert replica_changed("ADDED", old, None) and replica_changed("DELETED", old, None)
