@@ -2,9 +2,10 @@
 
 `cryptography` costs a long-lived process about 6 MiB of RSS (its Rust extension carries its own
 OpenSSL) for work done at start and then hourly: making a self-signed pair, checking and renewing the
-webhook's serving Secret. Each such step runs here as `python -m ome.framework.crypto_child <task>`:
-JSON in on stdin, JSON out on stdout, a message on stderr and exit status 1 when it fails. Only the
-tasks named in `TASKS` run; each is a function from a payload dict to a result dict.
+webhook's serving Secret. Each such step runs in a child interpreter (this module's `main`; by hand:
+`python -m ome.framework.crypto_child <task>`): JSON in on stdin, JSON out on stdout, a message on
+stderr and exit status 1 when it fails. Only the tasks named in `TASKS` run; each is a function from a
+payload dict to a result dict.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -36,13 +36,14 @@ class CryptoChildError(RuntimeError):
     """The child failed: its message, or why it could not run."""
 
 
-def _command(task: str) -> tuple[list[str], dict[str, str]]:
+def _command(task: str) -> list[str]:
     if task not in TASKS:
         raise CryptoChildError(f"unknown certificate task {task!r}")
-    env = dict(os.environ)
-    # The child imports ome from where this process did, installed or not.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_SOURCE_ROOT, env.get("PYTHONPATH", "")) if p)
-    return [sys.executable, "-m", __name__, task], env
+    # The child imports ome from where this process did, installed or not; appended, so nothing on that
+    # path shadows the standard library.
+    bootstrap = (f"import sys; sys.path.append({_SOURCE_ROOT!r}); "
+                 f"from {__name__} import main; sys.exit(main())")
+    return [sys.executable, "-c", bootstrap, task]
 
 
 def _result(task: str, code: int | None, out: bytes, err: bytes) -> Result:
@@ -60,9 +61,8 @@ def _result(task: str, code: int | None, out: bytes, err: bytes) -> Result:
 
 async def run(task: str, payload: Payload, *, timeout: float = TIMEOUT) -> Result:
     """Run `task` in a child process and return its result."""
-    argv, env = _command(task)
     proc = await asyncio.create_subprocess_exec(
-        *argv, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        *_command(task), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     try:
@@ -77,8 +77,7 @@ async def run(task: str, payload: Payload, *, timeout: float = TIMEOUT) -> Resul
 
 def run_sync(task: str, payload: Payload, *, timeout: float = TIMEOUT) -> Result:
     """`run` for the manager's start, before its event loop."""
-    argv, env = _command(task)
-    done = subprocess.run(argv, env=env, input=json.dumps(payload).encode(), capture_output=True,
+    done = subprocess.run(_command(task), input=json.dumps(payload).encode(), capture_output=True,
                           timeout=timeout, check=False)
     return _result(task, done.returncode, done.stdout, done.stderr)
 
