@@ -197,7 +197,7 @@ async def _replacement(current: Mapping[str, Any] | None, dns_names: Sequence[st
     """A new pair's Secret data (`cert_material.generate`), in the certificate child; the CA of the
     Secret it replaces stays in ca.crt while it is valid."""
     made = await crypto_child.run("serving-generate", {
-        "data": (current or {}).get("data") if current is not None and secret_material(current) else None,
+        "data": current.get("data") if current is not None and secret_material(current) is not None else None,
         "dns_names": list(dns_names), "now": now.isoformat(),
     })
     return {str(k): str(v) for k, v in dict(made["data"]).items()}
