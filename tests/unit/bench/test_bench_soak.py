@@ -4,6 +4,7 @@ figures are right: the metrics it reads, the growth verdict, the slope, and the 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -74,6 +75,22 @@ def test_growth_is_measured_from_the_end_of_the_warm_up(soak: ModuleType) -> Non
     assert s["met"] is True
     assert s["slope_kib_min"] == pytest.approx(2000.0)  # 1000 KiB per 30 s sample
     assert s["peak_kib"] == 104000
+
+
+def test_the_working_set_is_in_place_once_the_cached_count_stops_moving(soak: ModuleType) -> None:
+    # Revisions fill their history limit until the sixth sample; RSS follows them, then stays flat.
+    counts = [1789, 1941, 2096, 2314, 2476, 2500, 2512, 2511, 2513]
+    rss = [87900, 88900, 90300, 92100, 92500, 93400, 93600, 93700, 93700]
+    samples = [soak.Sample(t=i * 60.0, rss_kib=r, cpu_s=0.0, cached={"controllerrevisions.apps": c}, depth=0,
+                           reconciles=0) for i, (c, r) in enumerate(zip(counts, rss, strict=True))]
+    assert soak.summarize(samples, 0)["met"] is False  # +6.6% from the first sample
+    start = soak.working_set_start(samples, 0)
+    assert start is not None and start.t == 5 * 60.0  # 2500 is within 1% of 2513; 2476 is not
+    settled = soak.summarize(samples, start.t)
+    assert settled["growth"] == pytest.approx(93700 / 93400 - 1) and settled["met"] is True
+    assert soak.working_set_start(samples, 8 * 60.0) is None  # the last sample alone settles nothing
+    moving = [dataclasses.replace(x, cached={"pods": i}) for i, x in enumerate(samples)]
+    assert soak.working_set_start(moving, 0) is None  # a count that never settles
 
 
 def test_growth_of_five_percent_is_not_met(soak: ModuleType) -> None:
