@@ -203,10 +203,10 @@ class Transport:
         """Send one request and return the body of the 2xx answer; anything else raises ApiError.
 
         Failures are retried as `ClientSettings.retry` says; `idempotent` overrides the verb's. `fence` is
-        called right before each attempt goes out, after any wait for the rate limit, and again once the
-        attempt holds its connection (after any wait for a free one or a TLS handshake), and raises to
-        refuse it: a process stopped while a request waited must not send it on waking without asking
-        again.
+        called right before each attempt goes out, after any wait for the rate limit, again once the
+        attempt holds its connection (after any wait for a free one or a TLS handshake), and again as its
+        body is written (`_FencedBody`), and raises to refuse it: a process stopped while a request waited
+        must not send it on waking without asking again.
         `resource` names the rate-limit bucket (`ClientSettings.qps` applies per resource type, its
         subresources included; requests that name none share one bucket).
         """
@@ -254,12 +254,13 @@ class Transport:
         headers = await self._headers(accept, content_type)
         if fence is not None:
             fence()
+        data = _FencedBody(body, fence) if fence is not None and body is not None else body
         try:
             async with session.request(
                 method,
                 self._host + path,
                 params=query,
-                data=body,
+                data=data,
                 headers=headers,
                 timeout=client_timeout,
                 trace_request_ctx={FENCE: fence} if fence is not None else None,
@@ -276,6 +277,8 @@ class Transport:
                 0, "Timeout", f"{method} {path}: no answer within {total} s"
             ) from exc
         except aiohttp.ClientError as exc:
+            if isinstance(data, _FencedBody) and data.refused is not None:
+                raise data.refused from None  # nothing was sent: the fence's own error, not a transport one
             raise errors.TransportError(0, "TransportError", f"{method} {path}: {exc!r}") from exc
         try:
             raise error
@@ -402,6 +405,36 @@ def env_proxy(host: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
     with contextlib.suppress(LookupError):
         return get_env_proxy_for_url(URL(host))
     return None, None
+
+
+class _FencedBody(aiohttp.payload.BytesPayload):
+    """A write's body that asks its fence once more as it is written: aiohttp holds the request's headers
+    back to send them with the first body bytes, from a task of its own that runs a loop turn or more
+    after the request got its connection. A process stopped in that turn sent the write on waking, after
+    its Lease had passed (the fault suite's SIGSTOP case). Between this check and the socket there is no
+    await that suspends. A refusal is kept in `refused`: aiohttp wraps what the body raises."""
+
+    def __init__(self, value: bytes, fence: Callable[[], None]) -> None:
+        super().__init__(value)
+        self._fence = fence
+        self.refused: Exception | None = None
+
+    def _ask(self) -> None:
+        try:
+            self._fence()
+        except Exception as exc:
+            self.refused = exc
+            raise
+
+    async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
+        self._ask()
+        await super().write(writer)
+
+    async def write_with_length(
+        self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        self._ask()
+        await super().write_with_length(writer, content_length)
 
 
 def _fence_at_connection() -> aiohttp.TraceConfig:

@@ -294,7 +294,8 @@ async def test_a_write_waiting_to_be_retried_asks_the_fence_again(client: Client
 
     await asyncio.create_task(leader_work())
     assert len([r for r in fake.requests if r.method == "POST"]) == 1
-    assert asked == [0, 0, 0, 1]  # at the call, before the first attempt, at its connection, before the retry
+    # at the call, before the first attempt, at its connection, as its body is written, before the retry
+    assert asked == [0, 0, 0, 0, 1]
 
 
 async def test_a_write_asks_the_fence_again_once_it_holds_its_connection(
@@ -318,6 +319,29 @@ async def test_a_write_asks_the_fence_again_once_it_holds_its_connection(
     assert len(asked) == 3
     assert [r for r in fake.requests if r.method == "POST"] == []
     await client.create(resources.CONFIGMAPS, cm("after"))  # the connection pool is still usable
+
+
+async def test_a_write_asks_the_fence_again_as_its_body_goes_out(client: Client, fake: FakeApiServer) -> None:
+    """aiohttp sends a request's headers with its body, from a task of its own a loop turn or more after the
+    connection is held: a process stopped in that turn must not send the write on waking. The fence is
+    asked as the body is written, and its own error reaches the caller; nothing reached the server."""
+    asked: list[str] = []
+
+    def fence() -> None:
+        asked.append("asked")
+        if len(asked) == 4:  # at the call, before the attempt and at its connection the Lease was held
+            raise errors.NotLeader(0, "NotLeader", "no lease")
+
+    async def leader_work() -> None:
+        fence_writes(fence)
+        with pytest.raises(errors.NotLeader):
+            await client.create(resources.CONFIGMAPS, cm("stopped"))
+
+    await asyncio.create_task(leader_work())
+    assert len(asked) == 4
+    assert [r for r in fake.requests if r.method == "POST"] == []
+    await client.create(resources.CONFIGMAPS, cm("after"))  # the connection pool is still usable
+    assert [r.method for r in fake.requests if r.method == "POST"] == ["POST"]
 
 
 async def test_per_call_timeout_raises_server_timeout(client: Client, fake: FakeApiServer) -> None:
