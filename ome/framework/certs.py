@@ -17,11 +17,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ome.framework.pem_files import write_cert_pair, write_pem
-
-__all__ = ["PemPair", "generate_ca", "generate_cert", "generate_client_cert", "generate_rsa_keypair",
-           "generate_serving_cert", "self_signed_task", "serial_number", "write_cert_pair", "write_pem"]
-
 DEFAULT_VALIDITY_DAYS: Final = 365
 RSA_KEY_SIZE: Final = 2048
 # Backdate notBefore so a peer whose clock runs a little behind still accepts a fresh certificate.

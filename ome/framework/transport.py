@@ -440,7 +440,9 @@ class _FencedBody(aiohttp.payload.BytesPayload):
 def _fence_at_connection() -> aiohttp.TraceConfig:
     """Asks a request's fence once it holds a connection, the last wait before its bytes go out: a
     process stopped (SIGSTOP, a stalled host) while it waited for a free connection or a handshake must not
-    send it on waking, after its Lease has passed to another manager."""
+    send it on waking, after its Lease has passed to another manager. A write without a body (a DELETE)
+    sends its headers right after this check; one with a body is asked again as the body goes out
+    (`_FencedBody`)."""
 
     async def check(_: aiohttp.ClientSession, ctx: SimpleNamespace, __: object) -> None:
         request_ctx = ctx.trace_request_ctx

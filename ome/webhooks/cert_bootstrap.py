@@ -195,9 +195,9 @@ async def _secret_problem(secret: Mapping[str, Any], dns_names: Sequence[str], n
 async def _replacement(current: Mapping[str, Any] | None, dns_names: Sequence[str], now: datetime.datetime
                        ) -> dict[str, str]:
     """A new pair's Secret data (`cert_material.generate`), in the certificate child; the CA of the
-    Secret it replaces stays in ca.crt while it is valid."""
+    Secret it replaces (when its data decodes) stays in ca.crt while it is valid."""
     made = await crypto_child.run("serving-generate", {
-        "data": current.get("data") if current is not None and secret_material(current) is not None else None,
+        "data": (current or {}).get("data"),
         "dns_names": list(dns_names), "now": now.isoformat(),
     })
     return {str(k): str(v) for k, v in dict(made["data"]).items()}

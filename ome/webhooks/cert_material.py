@@ -98,7 +98,7 @@ def check_task(payload: Mapping[str, Any]) -> dict[str, Any]:
 def generate_task(payload: Mapping[str, Any]) -> dict[str, Any]:
     """{"data": the replacement Secret's data}; `data` in the payload is the Secret being replaced."""
     now = datetime.datetime.fromisoformat(str(payload["now"]))
-    previous = secret_material({"data": payload["data"]}) if payload.get("data") else None
+    previous = secret_material({"data": payload.get("data")})  # None: no Secret, or data that does not decode
     return {"data": generate(list(payload["dns_names"]), previous, now)}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ome.framework import admission, certs, errors
+from ome.framework import admission, certs, errors, pem_files
 from ome.framework.client import Client
 from ome.framework.resources import CONFIGMAPS, VALIDATING_WEBHOOK_CONFIGURATIONS
 from ome.framework.webhook_server import WebhookServer
@@ -19,7 +19,7 @@ from ome.framework.webhook_server import WebhookServer
 async def webhook(tmp_path: Path) -> AsyncIterator[tuple[WebhookServer, bytes]]:
     ca_crt, ca_key = certs.generate_ca("smoke-webhook-ca")
     crt, key = certs.generate_serving_cert(ca_crt, ca_key, "127.0.0.1", ip_addresses=("127.0.0.1",))
-    certs.write_cert_pair(tmp_path, crt, key, cert_name="tls.crt", key_name="tls.key")
+    pem_files.write_cert_pair(tmp_path, crt, key, cert_name="tls.crt", key_name="tls.key")
     server = WebhookServer(host="127.0.0.1", port=0, cert_dir=str(tmp_path))
 
     async def validate(review: dict[str, Any]) -> dict[str, Any]:

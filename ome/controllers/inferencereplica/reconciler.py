@@ -613,8 +613,8 @@ class InferenceReplicaReconciler:
         live = {names.hash_of_revision(r.get("runningRevision") or "") for r in rows}
         live.add(digest)
         desired = [services.headless_service(replica, data)]
-        for digest in sorted(live & set(known)):
-            desired += services.revision_services(replica, digest, known[digest])
+        for revision in sorted(live & set(known)):
+            desired += services.revision_services(replica, revision, known[revision])
         existing = {s["metadata"]["name"]: s for s in self._owned(SERVICES, replica)}
         writes: list[Coroutine[Any, Any, None]] = []
         ns = replica["metadata"]["namespace"]

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ome.framework import certs
+from ome.framework import certs, pem_files
 
 CA_CERT, CA_KEY = certs.generate_ca("test-ca")
 CA = x509.load_pem_x509_certificate(CA_CERT)
@@ -64,7 +64,7 @@ def test_rsa_keypair_matches() -> None:
 
 
 def test_write_cert_pair_protects_the_key(tmp_path: Path) -> None:
-    cert_path, key_path = certs.write_cert_pair(tmp_path / "sub", b"cert", b"key")
+    cert_path, key_path = pem_files.write_cert_pair(tmp_path / "sub", b"cert", b"key")
     assert cert_path.read_bytes() == b"cert" and key_path.read_bytes() == b"key"
     assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
     assert sorted(p.name for p in cert_path.parent.iterdir()) == ["tls.crt", "tls.key"]  # no temp files left

@@ -298,48 +298,37 @@ async def test_a_write_waiting_to_be_retried_asks_the_fence_again(client: Client
     assert asked == [0, 0, 0, 0, 1]
 
 
-async def test_a_write_asks_the_fence_again_once_it_holds_its_connection(
-    client: Client, fake: FakeApiServer
+@pytest.mark.parametrize(("verb", "refused_at"), [
+    ("POST", 3),  # at its connection: the last wait (a free connection, or a handshake)
+    ("DELETE", 3),  # a write without a body: its headers go out with the connection held, nothing later
+    ("POST", 4),  # as its body is written: aiohttp sends the headers with it, from a task of its own
+], ids=["create-at-its-connection", "delete-at-its-connection", "create-as-its-body-goes-out"])
+async def test_a_write_asks_the_fence_again_before_its_bytes_go_out(
+    client: Client, fake: FakeApiServer, verb: str, refused_at: int
 ) -> None:
-    """The last wait before a write's bytes go out is for its connection (a free one, or a handshake): a
-    process stopped there past its Lease must not send it on waking. The fence is asked once more then."""
+    """After the call and before the attempt, the fence is asked once the write holds its connection and
+    again as its body is written (a loop turn or more later): a process stopped in either wait past its
+    Lease must not send the write on waking. The fence's own error reaches the caller and nothing reached
+    the server."""
+    fake.add(resources.CONFIGMAPS, cm("stopped"))
     asked: list[str] = []
 
     def fence() -> None:
         asked.append("asked")
-        if len(asked) == 3:  # at the call and before the attempt the Lease was held; not any more
+        if len(asked) == refused_at:  # the Lease was held at every ask before this one
             raise errors.NotLeader(0, "NotLeader", "no lease")
 
     async def leader_work() -> None:
         fence_writes(fence)
         with pytest.raises(errors.NotLeader):
-            await client.create(resources.CONFIGMAPS, cm("stopped"))
+            if verb == "POST":
+                await client.create(resources.CONFIGMAPS, cm("stopped-2"))
+            else:
+                await client.delete(resources.CONFIGMAPS, "stopped", "default")
 
     await asyncio.create_task(leader_work())
-    assert len(asked) == 3
-    assert [r for r in fake.requests if r.method == "POST"] == []
-    await client.create(resources.CONFIGMAPS, cm("after"))  # the connection pool is still usable
-
-
-async def test_a_write_asks_the_fence_again_as_its_body_goes_out(client: Client, fake: FakeApiServer) -> None:
-    """aiohttp sends a request's headers with its body, from a task of its own a loop turn or more after the
-    connection is held: a process stopped in that turn must not send the write on waking. The fence is
-    asked as the body is written, and its own error reaches the caller; nothing reached the server."""
-    asked: list[str] = []
-
-    def fence() -> None:
-        asked.append("asked")
-        if len(asked) == 4:  # at the call, before the attempt and at its connection the Lease was held
-            raise errors.NotLeader(0, "NotLeader", "no lease")
-
-    async def leader_work() -> None:
-        fence_writes(fence)
-        with pytest.raises(errors.NotLeader):
-            await client.create(resources.CONFIGMAPS, cm("stopped"))
-
-    await asyncio.create_task(leader_work())
-    assert len(asked) == 4
-    assert [r for r in fake.requests if r.method == "POST"] == []
+    assert len(asked) == refused_at
+    assert [r for r in fake.requests if r.method == verb] == []
     await client.create(resources.CONFIGMAPS, cm("after"))  # the connection pool is still usable
     assert [r.method for r in fake.requests if r.method == "POST"] == ["POST"]
 

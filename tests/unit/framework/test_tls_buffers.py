@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio.client import Configuration
 
-from ome.framework import certs, tls_buffers
+from ome.framework import certs, pem_files, tls_buffers
 from ome.framework.transport import Transport
 
 
@@ -27,7 +27,7 @@ def restored() -> Iterator[None]:
 def contexts(tmp_path: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     ca_crt, ca_key = certs.generate_ca("test-ca")
     crt, key = certs.generate_serving_cert(ca_crt, ca_key, "localhost", ip_addresses=("127.0.0.1",))
-    certs.write_cert_pair(tmp_path, crt, key, cert_name="tls.crt", key_name="tls.key")
+    pem_files.write_cert_pair(tmp_path, crt, key, cert_name="tls.crt", key_name="tls.key")
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
     client = ssl.create_default_context(cadata=ca_crt.decode())

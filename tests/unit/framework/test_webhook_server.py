@@ -13,7 +13,7 @@ import pytest
 from cryptography import x509
 from prometheus_client import REGISTRY
 
-from ome.framework import admission, certs
+from ome.framework import admission, certs, pem_files
 from ome.framework.webhook_server import WebhookServer
 
 
@@ -27,7 +27,7 @@ class Pki:
         cert, key = certs.generate_serving_cert(
             self.ca_cert, self.ca_key, "webhook", dns_names=["localhost"], ip_addresses=["127.0.0.1"]
         )
-        certs.write_cert_pair(self.directory, cert, key)
+        pem_files.write_cert_pair(self.directory, cert, key)
         return certs.serial_number(cert)
 
     def client_context(self) -> ssl.SSLContext:
@@ -181,7 +181,7 @@ async def test_rotated_certificate_is_served_to_new_connections(server: WebhookS
 async def test_mismatched_pair_keeps_serving_the_old_certificate(server: WebhookServer, pki: Pki) -> None:
     first = await peer_serial(server, pki)
     other_cert, _ = certs.generate_serving_cert(pki.ca_cert, pki.ca_key, "other", ip_addresses=["127.0.0.1"])
-    certs.write_pem(pki.directory / "tls.crt", other_cert)  # key not rotated yet
+    pem_files.write_pem(pki.directory / "tls.crt", other_cert)  # key not rotated yet
     await asyncio.sleep(0.2)
     assert await peer_serial(server, pki) == first
 

@@ -17,7 +17,7 @@ import pytest
 from cryptography import x509
 
 from ome.cmd import manager as manager_cmd
-from ome.framework import certs, errors, resources
+from ome.framework import certs, errors, pem_files, resources
 from ome.framework.client import PatchType
 from ome.framework.resources import Resource
 from ome.framework.webhook_server import WebhookServer
@@ -310,7 +310,7 @@ async def test_bootstrapped_files_serve_tls_the_bundle_verifies_for_the_service_
     old_dir, new_dir = tmp_path / "old", tmp_path / "new"
     soon, soon_key = _pair(days=10)
     api.put(resources.SECRETS, _secret(soon, soon_key))
-    certs.write_cert_pair(old_dir, soon, soon_key)  # a replica that loaded the pair before it went stale
+    pem_files.write_cert_pair(old_dir, soon, soon_key)  # a replica that loaded the pair before it went stale
     bundle = await _ensure(api, new_dir)  # renews: the Secret's certificate expires within the window
     assert (new_dir / "tls.crt").read_bytes() != soon
     for cert_dir in (new_dir, old_dir):
