@@ -24,7 +24,9 @@ import pytest
 import yaml
 
 from ome.api import resources
-from ome.cmd import chartgen
+from ome.cmd.chartgen.chart_values import chart_entries, default_values
+from ome.cmd.chartgen.config_default import config_default_objects
+from ome.cmd.chartgen.manifests import object_key
 from ome.devcluster.cluster import free_ports
 from ome.devcluster.paths import bin_dir
 from ome.framework import errors
@@ -60,8 +62,8 @@ def test_helm_template_renders_config_default() -> None:
                          Loader=yaml.CSafeLoader)
     rest = yaml.load_all(helm(None, "template", "ome", str(ROOT / "charts/ome-resources"), "-n", "ome"),
                          Loader=yaml.CSafeLoader)
-    rendered = {chartgen.object_key(d): d for d in [*crds, *rest] if d}
-    expected = {chartgen.object_key(d): d for d in chartgen.config_default_objects()}
+    rendered = {object_key(d): d for d in [*crds, *rest] if d}
+    expected = {object_key(d): d for d in config_default_objects()}
     assert set(rendered) == set(expected)
     for key, obj in expected.items():
         assert rendered[key] == obj, key
@@ -70,7 +72,7 @@ def test_helm_template_renders_config_default() -> None:
         "--set", "webhook.certManager.enabled=true", "--set", "modelAgent.enabled=true",
         "--set", "ome.controller.replicaCount=1", "--set", "ome.controller.kubeAPIQPS=50",
         "--set", "ome.controller.inferenceServiceMaxConcurrentReconciles=8")) if d]
-    kinds = {chartgen.object_key(d)[0] for d in switched}
+    kinds = {object_key(d)[0] for d in switched}
     assert {"Certificate", "Issuer", "DaemonSet"} <= kinds
     deployment = next(d for d in switched if d["kind"] == "Deployment")
     assert deployment["spec"]["replicas"] == 1
@@ -132,7 +134,7 @@ async def test_helm_install_then_minimal_isvc_ready(client: Client, namespace: s
         config = await client.get(resources.CONFIGMAPS, "inferenceservice-config", RELEASE_NAMESPACE)
         # The chart's ConfigMap: `inferenceserviceConfig` plus the entries of the structured values
         # (`ome.controller.lifecycle`, `.rollout`, `.coordination`, `ome.omeAgent`).
-        assert config["data"] == chartgen.chart_entries(chartgen.default_values())
+        assert config["data"] == chart_entries(default_values())
         crd = await client.get(resources.CRDS, "inferenceservices.ome.io")
         assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == "ome-crd"
 

@@ -15,7 +15,7 @@ manager acts on what it renders.
   v1.3's chart fills the `modelInit` and `servingSidecar` entries from `ome.omeAgent`'s OCI settings).
 
 helm is the one built into the control plane's bin directory (ome/devcluster/build_control_plane.sh); the
-generator's Python rendering (`chartgen.render_defaults`) is checked against it for the same values.
+generator's Python rendering (`chartgen.rendering.render_defaults`) is checked against it for the same values.
 """
 
 from __future__ import annotations
@@ -28,7 +28,11 @@ from typing import Any
 
 import yaml
 
-from ome.cmd import chartgen, manager, wiring
+from ome.cmd import manager, wiring
+from ome.cmd.chartgen.chart_files import CHARTS
+from ome.cmd.chartgen.chart_values import default_values
+from ome.cmd.chartgen.manifests import object_key
+from ome.cmd.chartgen.rendering import render_defaults
 from ome.config import inferenceservice_config as cfg
 from ome.controllers.modelmetadata import job as metadata_job
 from ome.devcluster.paths import bin_dir
@@ -37,7 +41,7 @@ from ome.webhooks import pod_mutation
 from ome.webhooks.handler import AdmissionRequest
 
 Obj = dict[str, Any]
-CHART = chartgen.CHARTS / "ome-resources"
+CHART = CHARTS / "ome-resources"
 DEPLOYMENT = ("Deployment", "ome", "ome-controller-manager")
 CONFIGMAP = ("ConfigMap", "ome", "inferenceservice-config")
 HELM_HOME = {"HELM_CACHE_HOME": "/tmp/ome-helm/cache", "HELM_CONFIG_HOME": "/tmp/ome-helm/config",
@@ -56,7 +60,7 @@ def helm_template(tmp_path: Path, values: Obj | None = None, *sets: str) -> dict
     done = subprocess.run([*argv, *sets], capture_output=True, text=True, timeout=60,
                           env={**os.environ, **HELM_HOME})
     assert done.returncode == 0, done.stderr
-    return {chartgen.object_key(d): d for d in yaml.safe_load_all(done.stdout) if d}
+    return {object_key(d): d for d in yaml.safe_load_all(done.stdout) if d}
 
 
 def data(rendered: dict[tuple[str, str, str], Obj]) -> dict[str, str]:
@@ -70,7 +74,7 @@ def args(rendered: dict[tuple[str, str, str], Obj]) -> list[str]:
 
 
 def python_rendered(values: Obj) -> dict[tuple[str, str, str], Obj]:
-    return {chartgen.object_key(d): d for d in chartgen.render_defaults(values=values)}
+    return {object_key(d): d for d in render_defaults(values=values)}
 
 
 def test_lifecycle_values_reach_the_config_and_the_manager(tmp_path: Path) -> None:
@@ -194,7 +198,7 @@ def test_ome_agent_values_reach_the_model_init_and_sidecar_entries(tmp_path: Pat
 
 
 def test_the_generators_rendering_agrees_with_helm(tmp_path: Path) -> None:
-    values = chartgen.default_values()
+    values = default_values()
     controller = values["ome"]["controller"]
     controller["lifecycle"]["scaleDownPodBatchSize"] = 12
     controller["lifecycle"]["forceDelete"] = {"overdueSlack": "2m", "nodeUnreachableThreshold": "5m"}
@@ -210,5 +214,5 @@ def test_the_generators_rendering_agrees_with_helm(tmp_path: Path) -> None:
     assert by_helm[CONFIGMAP] == by_python[CONFIGMAP]
     assert args(by_helm) == args(by_python)
     assert "--accelerator-resources=google.com/tpu" in args(by_helm)
-    defaults = chartgen.default_values()
+    defaults = default_values()
     assert helm_template(tmp_path)[CONFIGMAP] == python_rendered(defaults)[CONFIGMAP]

@@ -16,30 +16,43 @@ from typing import Any
 
 import yaml
 
-from ome.cmd import chartgen
+from ome.cmd.chartgen.chart_files import CHARTS, charts
+from ome.cmd.chartgen.chart_values import STRUCTURED, default_values
+from ome.cmd.chartgen.config_default import config_default_objects
+from ome.cmd.chartgen.manifests import (
+    CONFIG,
+    NAMESPACE,
+    chart_lifecycle,
+    load,
+    manager_doc,
+    object_key,
+    parse,
+)
+from ome.cmd.chartgen.rendering import render_blocks, render_defaults
+from ome.cmd.chartgen.templates import NS
 
 Obj = dict[str, Any]
 
 
 def by_key(objs: list[Obj]) -> dict[tuple[str, str, str], Obj]:
-    keyed = {chartgen.object_key(o): o for o in objs}
+    keyed = {object_key(o): o for o in objs}
     assert len(keyed) == len(objs), "no object twice"
     return keyed
 
 
 def test_committed_charts_are_generated_from_config() -> None:
-    files = chartgen.charts()
+    files = charts()
     for path, text in files.items():
-        committed = chartgen.CHARTS / path
+        committed = CHARTS / path
         assert committed.exists(), f"charts/{path} missing: run python -m ome.cmd.chartgen"
         assert committed.read_text() == text, f"charts/{path} is stale: run python -m ome.cmd.chartgen"
-    on_disk = {str(p.relative_to(chartgen.CHARTS)) for p in chartgen.CHARTS.rglob("*") if p.is_file()}
+    on_disk = {str(p.relative_to(CHARTS)) for p in CHARTS.rglob("*") if p.is_file()}
     assert on_disk == set(files), "no file under charts/ that the generator does not write"
 
 
 def test_defaults_render_config_default() -> None:
-    rendered = by_key(chartgen.render_defaults())
-    expected = by_key(chartgen.config_default_objects())
+    rendered = by_key(render_defaults())
+    expected = by_key(config_default_objects())
     assert set(rendered) == set(expected)
     for key, obj in expected.items():
         assert rendered[key] == obj, key
@@ -52,18 +65,18 @@ def test_defaults_render_config_default() -> None:
 
 
 def test_every_value_is_a_template_and_the_whole_config_is_values() -> None:
-    values = yaml.safe_load((chartgen.CHARTS / "ome-resources" / "values.yaml").read_text())
-    config = yaml.safe_load((chartgen.CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
+    values = yaml.safe_load((CHARTS / "ome-resources" / "values.yaml").read_text())
+    config = yaml.safe_load((CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
     # Every entry of config/ is a value: as a JSON string, or structured (lifecycle, omeAgent).
-    structured = set(chartgen.STRUCTURED)
+    structured = set(STRUCTURED)
     assert values["ome"]["inferenceserviceConfig"] == {k: v for k, v in config["data"].items()
                                                        if k not in structured}
     lifecycle = values["ome"]["controller"]["lifecycle"]
-    assert lifecycle == {**json.loads(config["data"]["lifecycle"]), **chartgen.chart_lifecycle()}
+    assert lifecycle == {**json.loads(config["data"]["lifecycle"]), **chart_lifecycle()}
     agent = json.loads(config["data"]["omeAgent"])
     assert f"{values['ome']['omeAgent']['image']}:{values['ome']['omeAgent']['tag']}" == agent["image"]
     assert values["ome"]["omeAgent"]["metadataJob"] == agent["metadataJob"]
-    manager = (chartgen.CHARTS / "ome-resources" / "templates" / "manager.yaml").read_text()
+    manager = (CHARTS / "ome-resources" / "templates" / "manager.yaml").read_text()
     for path in (".Values.ome.controller.image", ".Values.ome.controller.replicaCount",
                  ".Values.ome.controller.leaderElection.leaseDuration", ".Values.ome.controller.kubeAPIQPS",
                  ".Values.ome.controller.kubeAPIBurst",
@@ -73,7 +86,7 @@ def test_every_value_is_a_template_and_the_whole_config_is_values() -> None:
                  ".Values.ome.controller.quotaAcceleratorResources",
                  ".Values.webhook.certManager.enabled"):
         assert path in manager
-    template = (chartgen.CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
+    template = (CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
     for path in (".Values.ome.inferenceserviceConfig", ".Values.ome.controller.lifecycle",
                  ".Values.ome.controller.rollout", ".Values.ome.controller.coordination",
                  ".Values.ome.controller.eventRecorder", ".Values.ome.omeAgent"):
@@ -81,13 +94,13 @@ def test_every_value_is_a_template_and_the_whole_config_is_values() -> None:
 
 
 def test_cert_manager_switch_renders_config_certmanager() -> None:
-    rendered = by_key(chartgen.render_defaults(cert_manager=True))
-    expected = by_key(chartgen.config_default_objects())
+    rendered = by_key(render_defaults(cert_manager=True))
+    expected = by_key(config_default_objects())
     # config/certmanager: no selfsigned component, its Issuer and Certificate, CA injection annotations.
-    deployment = copy.deepcopy(by_key([chartgen._manager_doc()])[("Deployment", "ome", "ome-controller-manager")])
+    deployment = copy.deepcopy(by_key([manager_doc()])[("Deployment", "ome", "ome-controller-manager")])
     expected[("Deployment", "ome", "ome-controller-manager")] = deployment
-    for doc in chartgen._load("certmanager", "certificate.yaml"):
-        expected[chartgen.object_key(doc)] = doc
+    for doc in load("certmanager", "certificate.yaml"):
+        expected[object_key(doc)] = doc
     for key, obj in expected.items():
         if key[0].endswith("WebhookConfiguration"):
             obj["metadata"]["annotations"] = {"cert-manager.io/inject-ca-from": "ome/serving-cert"}
@@ -99,9 +112,9 @@ def test_cert_manager_switch_renders_config_certmanager() -> None:
 
 
 def test_model_agent_switch_adds_config_modelagent() -> None:
-    rendered = by_key(chartgen.render_defaults(model_agent=True))
-    base = by_key(chartgen.render_defaults())
-    agent = by_key(chartgen._load("modelagent", "rbac.yaml") + chartgen._load("modelagent", "daemonset.yaml"))
+    rendered = by_key(render_defaults(model_agent=True))
+    base = by_key(render_defaults())
+    agent = by_key(load("modelagent", "rbac.yaml") + load("modelagent", "daemonset.yaml"))
     assert set(rendered) == set(base) | set(agent)
     for key, obj in agent.items():
         assert rendered[key] == obj, key
@@ -110,7 +123,7 @@ def test_model_agent_switch_adds_config_modelagent() -> None:
 def test_benchmark_config_is_what_the_controller_reads() -> None:
     from ome.controllers.benchmarkjob import builder
 
-    cm = by_key(chartgen.render_defaults())[("ConfigMap", "ome", "benchmarkjob-config")]
+    cm = by_key(render_defaults())[("ConfigMap", "ome", "benchmarkjob-config")]
     assert builder.pod_config(cm["data"]) == builder.PodConfig()
     assert json.loads(cm["data"]["benchmarkjob"])["podConfig"]["image"] == builder.DEFAULT_IMAGE
 
@@ -122,12 +135,12 @@ def test_the_chart_sets_the_documented_migration_settings_and_config_does_not() 
     (MigrationPolicyUnconfigured)."""
     from ome.config import inferenceservice_config as cfg
 
-    cm = by_key(chartgen.render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
+    cm = by_key(render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
     chart = cfg.parse(cm["data"]).lifecycle
     assert chart.migration_caps() == (10, 3600.0, 3)
     assert chart.auto_migrate_attempts() == 3 and chart.stuck_pod_grace_period == "60s"
     assert chart.instance_ready_timeout == "30m"
-    kustomize = yaml.safe_load((chartgen.CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
+    kustomize = yaml.safe_load((CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
     plain = cfg.parse(kustomize["data"]).lifecycle
     assert plain.migration_caps() is None and plain.auto_migrate_attempts() is None
     assert plain.stuck_pod_grace_period is None and plain.instance_ready_timeout == "30m"
@@ -139,17 +152,17 @@ def test_the_chart_sets_the_documented_ratio_tolerance_as_its_own_value() -> Non
     `coordination` entry, and a null value leaves the entry out."""
     from ome.config import inferenceservice_config as cfg
 
-    values = yaml.safe_load((chartgen.CHARTS / "ome-resources" / "values.yaml").read_text())
+    values = yaml.safe_load((CHARTS / "ome-resources" / "values.yaml").read_text())
     assert values["ome"]["controller"]["coordination"] == {"defaultRatioTolerancePercent": 5}
-    template = (chartgen.CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
+    template = (CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
     assert "{{- with .Values.ome.controller.coordination }}" in template
-    cm = by_key(chartgen.render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
+    cm = by_key(render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
     assert json.loads(cm["data"]["coordination"]) == {"defaultRatioTolerancePercent": 5}
     assert cfg.parse(cm["data"]).coordination.default_ratio_tolerance_percent == 5
-    unset = chartgen.default_values()
+    unset = default_values()
     unset["ome"]["controller"]["coordination"] = None
-    text = template.replace(chartgen.NS.template, chartgen.NAMESPACE)
-    rendered = chartgen._parse(chartgen._render_blocks(text, unset))[0]
+    text = template.replace(NS.template, NAMESPACE)
+    rendered = parse(render_blocks(text, unset))[0]
     assert "coordination" not in rendered["data"]
 
 
@@ -160,19 +173,19 @@ def test_the_chart_writes_the_event_budget_and_config_does_not() -> None:
     from ome.config import inferenceservice_config as cfg
     from ome.framework.events import EventBudget
 
-    values = yaml.safe_load((chartgen.CHARTS / "ome-resources" / "values.yaml").read_text())
+    values = yaml.safe_load((CHARTS / "ome-resources" / "values.yaml").read_text())
     assert values["ome"]["controller"]["eventRecorder"] == {"burstSize": 400, "refillInterval": "5s"}
-    template = (chartgen.CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
+    template = (CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
     assert "{{- with .Values.ome.controller.eventRecorder }}" in template
     assert '{{- $_ := set $entries "eventRecorder" (toJson .) }}' in template
-    cm = by_key(chartgen.render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
+    cm = by_key(render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
     assert cm["data"]["eventRecorder"] == '{"burstSize":400,"refillInterval":"5s"}'
     assert cfg.parse(cm["data"]).event_recorder.budget() == EventBudget(burst=400, refill_interval=5.0)
 
     def entries(event_recorder: Obj | None) -> dict[str, str]:
-        changed = chartgen.default_values()
+        changed = default_values()
         changed["ome"]["controller"]["eventRecorder"] = event_recorder
-        rendered = by_key(chartgen.render_defaults(values=changed))
+        rendered = by_key(render_defaults(values=changed))
         return dict(rendered[("ConfigMap", "ome", "inferenceservice-config")]["data"])
 
     no_burst = entries({"burstSize": None, "refillInterval": "2s"})
@@ -180,13 +193,13 @@ def test_the_chart_writes_the_event_budget_and_config_does_not() -> None:
     assert cfg.parse(no_burst).event_recorder.budget() == EventBudget(burst=25, refill_interval=2.0)
     assert "eventRecorder" not in entries(None)
     assert "eventRecorder" not in entries({"burstSize": None, "refillInterval": None})
-    kustomize = yaml.safe_load((chartgen.CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
+    kustomize = yaml.safe_load((CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
     assert "eventRecorder" not in kustomize["data"]
     assert cfg.parse(kustomize["data"]).event_recorder.budget() == EventBudget()
 
 
 def _manager_args(values: Obj) -> list[str]:
-    rendered = by_key(chartgen.render_defaults(values=values))
+    rendered = by_key(render_defaults(values=values))
     deployment = rendered[("Deployment", "ome", "ome-controller-manager")]
     return [str(a) for a in deployment["spec"]["template"]["spec"]["containers"][0]["args"]]
 
@@ -195,7 +208,7 @@ def test_the_throughput_and_cache_flags_come_from_the_documented_values() -> Non
     """controller-manager-flags.md §Reconcile throughput and configure-the-controller.md: the values are
     `inferenceServiceMaxConcurrentReconciles`, `inferenceReplicaMaxConcurrentReconciles`, `kubeAPIQPS`,
     `kubeAPIBurst` (chart 4, 4, 100, 200) and `configCacheTTL` ("30s"); the guide's example sets 8 workers."""
-    values = chartgen.default_values()
+    values = default_values()
     controller = values["ome"]["controller"]
     assert {k: controller[k] for k in ("inferenceServiceMaxConcurrentReconciles",
                                        "inferenceReplicaMaxConcurrentReconciles", "kubeAPIQPS", "kubeAPIBurst",
@@ -218,7 +231,7 @@ def test_the_throughput_and_cache_flags_come_from_the_documented_values() -> Non
 def test_a_zero_value_leaves_its_flag_out_and_a_quoted_zero_does_not() -> None:
     """A 0 gives the manager its own default (1 worker, no rate limit); for the cache TTL an unquoted 0
     leaves the flag out (30 s), and "0", a string, turns the cache off."""
-    values = chartgen.default_values()
+    values = default_values()
     values["ome"]["controller"].update(inferenceServiceMaxConcurrentReconciles=0, kubeAPIQPS=0, kubeAPIBurst=0,
                                        configCacheTTL=0)
     args = _manager_args(values)
@@ -231,7 +244,7 @@ def test_a_zero_value_leaves_its_flag_out_and_a_quoted_zero_does_not() -> None:
 
 
 def _manager_pod(values: Obj | None = None) -> Obj:
-    rendered = by_key(chartgen.render_defaults(values=values))
+    rendered = by_key(render_defaults(values=values))
     pod: Obj = rendered[("Deployment", "ome", "ome-controller-manager")]["spec"]["template"]["spec"]
     return pod
 
@@ -241,7 +254,7 @@ def test_the_extra_env_volumes_and_mounts_values_default_to_empty_lists() -> Non
     default, so the Deployment is config/'s: POD_NAMESPACE and SECRET_NAME (the certificate's Secret)."""
     from ome.webhooks import cert_bootstrap
 
-    files = chartgen.charts()
+    files = charts()
     controller = yaml.safe_load(files["ome-resources/values.yaml"])["ome"]["controller"]
     assert (controller["extraEnv"], controller["extraVolumes"], controller["extraVolumeMounts"]) == ([], [], [])
     manager = files["ome-resources/templates/manager.yaml"]
@@ -253,7 +266,7 @@ def test_the_extra_env_volumes_and_mounts_values_default_to_empty_lists() -> Non
 
 
 def test_extra_env_volumes_and_mounts_are_appended_after_the_charts_own() -> None:
-    values = chartgen.default_values()
+    values = default_values()
     proxy = {"name": "NO_PROXY", "valueFrom": {"configMapKeyRef": {"name": "proxy", "key": "no_proxy"}}}
     volume = {"name": "corp-ca", "configMap": {"name": "corp-ca"}}
     mount = {"name": "corp-ca", "mountPath": "/etc/ome/ca", "readOnly": True}
