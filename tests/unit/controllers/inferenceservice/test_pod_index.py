@@ -91,7 +91,7 @@ async def test_a_components_pods_are_read_through_the_service_index(
         return matches(obj, selector)
 
     monkeypatch.setattr(cache_module, "matches_labels", counting)
-    found = _reconciler(pods_cache)._pods(isvc(service, "demo"), "engine")
+    found = _reconciler(pods_cache)._owned.pods(isvc(service, "demo"), "engine")
     assert _names(found) == expected
     # Only the service's own pods in demo are looked at, not the 50 of the other services nor prod's,
     # whichever of the two pod informers holds them.

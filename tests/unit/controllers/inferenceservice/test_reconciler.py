@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ome.api import resources as r
+from ome.controllers.inferenceservice import component_writes
 from ome.controllers.inferenceservice import reconciler as rec
 from ome.framework.reconcile import Request
 from ome.resolution import models, modes, runtimes
@@ -221,7 +222,7 @@ async def test_router_annotated_multinode_stops_after_engine_and_fails(
     world: FakeWorld, recorder: FakeRecorder
 ) -> None:
     world.put(r.INFERENCE_SERVICES, builders.isvc(router={"annotations": {modes.ANNOTATION: "MultiNode"}}))
-    with pytest.raises(rec.ComponentError):
+    with pytest.raises(component_writes.ComponentError):
         await _reconciler(world, recorder).reconcile(REQ)
     assert _names(world, "deployments.apps") == {"llama-engine"}
     assert recorder.events == []
@@ -234,7 +235,7 @@ async def test_engine_annotated_virtual_reconciles_no_component(
         r.INFERENCE_SERVICES,
         builders.isvc(engine={"annotations": {modes.ANNOTATION: "VirtualDeployment"}}, router={}),
     )
-    with pytest.raises(rec.ComponentError):
+    with pytest.raises(component_writes.ComponentError):
         await _reconciler(world, recorder).reconcile(REQ)
     assert _names(world, "deployments.apps") == set()
 

@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 
 from ome.api import resources as r
-from ome.controllers.inferenceservice import reconciler as rec
+from ome.controllers.inferenceservice import component_writes
+from ome.controllers.inferenceservice.children import CHILD_RESOURCES
 from ome.framework import errors
 from ome.framework.reconcile import Request
 from ome.framework.resources import Resource
 from ome.framework.store import OWNER_INDEX
+from ome.resolution import modes, workloads
 from tests.unit.controllers.inferenceservice.fakes import (
     FakeRecorder,
     FakeWorld,
@@ -79,7 +81,7 @@ async def test_children_are_read_through_the_owner_index() -> None:
     reconciler = make_reconciler(world, FakeRecorder(), now=datetime(2026, 1, 1, tzinfo=UTC))
     await reconciler.reconcile(Request("demo", "llama"))
     uid = builders.isvc()["metadata"]["uid"]
-    children = [index for name, index in reads if name in {res.name for res in rec.CHILD_RESOURCES}]
+    children = [index for name, index in reads if name in {res.name for res in CHILD_RESOURCES}]
     assert children and all(index == (OWNER_INDEX, uid) for index in children)
 
 
@@ -131,10 +133,10 @@ async def test_a_component_failing_beside_the_status_write_reports_again_and_fai
     world.apply = apply  # type: ignore[method-assign]
 
     def broken(*args: Any, **kwargs: Any) -> Any:
-        raise rec.modes.UnreconcilableModeError("engine", "VirtualDeployment")
+        raise modes.UnreconcilableModeError("engine", "VirtualDeployment")
 
-    monkeypatch.setattr(rec.workloads, "render_component", broken)
-    with pytest.raises(rec.ComponentError, match="not supported for the engine component"):
+    monkeypatch.setattr(workloads, "render_component", broken)
+    with pytest.raises(component_writes.ComponentError, match="not supported for the engine component"):
         await reconciler.reconcile(Request("demo", "llama"))
     assert len(writes) == 2, "the status beside the writes, then the one from what was done"
     assert writes[0] != writes[1]

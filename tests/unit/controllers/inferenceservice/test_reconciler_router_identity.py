@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ome.api import resources as r
-from ome.controllers.inferenceservice import reconciler as rec
+from ome.controllers.inferenceservice import children
 from ome.framework.reconcile import Request
 from tests.unit.controllers.inferenceservice.fakes import FakeRecorder, FakeWorld, make_reconciler
 from tests.unit.resolution import builders
@@ -52,4 +52,4 @@ async def test_router_identity_is_created_owned_kept_and_removed_with_the_router
 
 
 def test_the_controller_watches_and_cleans_up_the_identity_kinds() -> None:
-    assert set(IDENTITY) <= set(rec.CHILD_RESOURCES)
+    assert set(IDENTITY) <= set(children.CHILD_RESOURCES)
