@@ -93,7 +93,8 @@ async def test_the_service_and_replica_controllers_share_one_write_behind_limit(
     and each controller's stop cancels what it left in flight."""
     wiring.add_controllers(manager, wiring.Settings(cfg.parse({}), lws_served=False, config_namespace="ome"))
     by_name = {c.name: c for c in manager._controllers}  # noqa: SLF001
-    behinds = [by_name[name]._reconciler._behind for name in ("inferenceservice", "inferencereplica")]  # noqa: SLF001
+    behinds = [by_name["inferenceservice"]._reconciler._behind,  # noqa: SLF001
+               by_name["inferencereplica"]._reconciler._children._behind]  # noqa: SLF001 - its Service writes
     assert all(b is not None for b in behinds)
     assert behinds[0]._slots is behinds[1]._slots  # noqa: SLF001
     assert all(len(by_name[name]._stop_hooks) == 1 for name in ("inferenceservice", "inferencereplica"))  # noqa: SLF001

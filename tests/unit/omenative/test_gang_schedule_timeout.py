@@ -8,7 +8,8 @@ import pytest
 from ome.api.resources import INFERENCE_REPLICAS
 from ome.cmd import wiring
 from ome.config import inferenceservice_config as cfg
-from ome.controllers.inferencereplica.reconciler import PODGROUPS, InferenceReplicaReconciler
+from ome.controllers.inferencereplica.pod_groups import PODGROUPS
+from ome.controllers.inferencereplica.reconciler import InferenceReplicaReconciler
 from ome.omenative.gang_timeout import schedule_timeout_seconds, timeout_patches
 from ome.omenative.settings import InferenceReplicaSettings
 from tests.unit.controllers.inferencereplica.world import REQ, World

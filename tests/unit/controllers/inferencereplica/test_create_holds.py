@@ -13,7 +13,7 @@ import pytest
 from ome.api.resources import INFERENCE_REPLICAS, PODS
 from ome.controllers import quota_view
 from ome.controllers.inferencereplica import create_holds
-from ome.controllers.inferencereplica.reconciler import PODGROUPS
+from ome.controllers.inferencereplica.pod_groups import PODGROUPS
 from ome.framework import errors
 from ome.omenative import operation_holds
 from ome.omenative.pods_view import format_time, parse_time

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from ome.config.durations import parse_duration
-from ome.controllers.inferencereplica.reconciler import desired_replicas, min_ready_seconds
+from ome.omenative.replica_spec import desired_replicas, min_ready_seconds
 from tests.unit.omenative.builders import replica
 
 

@@ -94,7 +94,8 @@ async def test_a_status_write_rejected_as_too_large_is_a_status_size_exceeded_wa
     rejected = _sample("ome_omenative_ir_status_writes_total", {"encoding": "dense_v1", "result": "rejected"})
     replica = world.replica() or {}
     try:
-        await world.reconciler._update_status(replica, {**replica["status"], "observedGeneration": 99})  # noqa: SLF001
+        await world.reconciler._status.write(replica, {**replica["status"], "observedGeneration": 99},  # noqa: SLF001
+                                             world.recorder)  # type: ignore[arg-type]
     except errors.ApiError:
         pass
     [(kind, reason, message)] = [e for e in world.recorder.events if e[1] == "StatusSizeExceeded"]

@@ -4,7 +4,6 @@ controller keeps the set, and neither undoes the other."""
 from __future__ import annotations
 
 import copy
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 from ome.api.resources import INFERENCE_REPLICAS, PODS
 from ome.controllers import quota_view
 from ome.controllers.inferencereplica import create_holds
-from ome.controllers.inferencereplica.reconciler import PODGROUPS
+from ome.controllers.inferencereplica.pod_groups import PODGROUPS
 from ome.controllers.instancerollout.reconciler import InstanceRolloutReconciler
 from ome.framework import errors
 from ome.framework.reconcile import Request
@@ -96,6 +95,25 @@ async def test_surge_rollout_moves_every_instance_without_dropping_service() -> 
     await mover.reconcile(REQ)
     await world.reconcile()
     assert len(world.api.writes) == before and mover.writes > 0
+
+
+async def test_a_projected_replica_at_zero_rolls_the_instance_it_keeps() -> None:
+    """A replica with a parent at `replicas: 0` keeps one Instance (the replica controller never runs 0);
+    the rollout resolves its percentage budget against that Instance, not against 0, so it moves it."""
+    world = World()
+    await start(world, {"type": "SurgeThenDrain", "rollingUpdate": {"maxSurge": "10%"}}, replicas=0)
+    assert len(world.pods()) == 1
+    mover = rollout(world)
+    change_image(world, "img:2")
+    for _ in range(20):
+        await world.reconcile()
+        world.kubelet()
+        await mover.reconcile(REQ)
+        world.kubelet()
+        world.now += timedelta(seconds=1)
+    status = (world.replica() or {})["status"]
+    assert status["currentRevision"] == status["updateRevision"]
+    assert sorted(world.pods()) == ["chat-engine-0-default-1"]
 
 
 async def test_recreate_rollout_keeps_to_max_unavailable() -> None:
@@ -191,7 +209,7 @@ async def test_a_write_skipped_as_remembered_wakes_the_replica_when_the_memory_e
     mover = rollout(world)
     change_image(world, "img:2")
     await world.reconcile()
-    mover._recent[("create", "ns", "chat-engine-0-default-1")] = time.monotonic()  # made just now
+    mover._recent.skip("create", "ns", "chat-engine-0-default-1")  # remembered as made just now
     result = await mover.reconcile(REQ)
     assert "chat-engine-0-default-1" not in world.pods()
     assert result.requeue_after is not None and 0 < result.requeue_after <= 30
