@@ -15,14 +15,13 @@ configuration` (omenativeStatus, checked strictly as v1.3 does: unknown or repea
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ome.config.canary_config import CanaryAnalysisConfig, RolloutConfig
 from ome.config.coordination_config import CoordinationConfig
@@ -31,7 +30,10 @@ from ome.config.event_recorder_config import EventRecorderConfig
 from ome.config.gang_schedule import GangScheduleTimeoutConfig
 from ome.config.migration_lifecycle import AuditConfig, AutoMigrateConfig, ForceDeleteConfig
 from ome.config.ome_agent import OmeAgentConfig
+from ome.config.omenative_status_config import OMENativeStatusConfig, parse_omenative_status
+from ome.config.pdb_config import CHART_PDB, PDB_CONFIG_ERROR, PDBConfig
 from ome.config.pod_injection import MetricsAggregatorConfig, ServingSidecarConfig
+from ome.config.section import Section
 from ome.framework import errors, resources
 from ome.framework.client import Client
 
@@ -41,7 +43,6 @@ NAMESPACE_ENV: Final = "POD_NAMESPACE"
 DEPLOY_INIT_ERROR: Final = "Failed to initialize deployment configuration"
 LIFECYCLE_INIT_ERROR: Final = "Failed to initialize lifecycle scale configuration"
 OMENATIVE_STATUS_INIT_ERROR: Final = "Failed to initialize OMENative status configuration"
-DEFAULT_MAX_DECODED_INSTANCES: Final = 20000
 DEFAULT_DOMAIN_TEMPLATE: Final = "{{ .Name }}.{{ .Namespace }}.{{ .IngressDomain }}"
 # The only default mode v1.3 accepts: OMENative is opted into per InferenceService, never by default.
 SUPPORTED_DEFAULT_MODE: Final = "RawDeployment"
@@ -51,10 +52,6 @@ UpdateStrategyType = Literal["SurgeThenDrain", "RecreatePod", "InPlaceIfPossible
 
 class ConfigError(Exception):
     """The ConfigMap holds a value the controller cannot run with."""
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
 
 
 def _positive_budget(value: int | str | None) -> int | str | None:
@@ -72,7 +69,7 @@ def _positive_budget(value: int | str | None) -> int | str | None:
     return value
 
 
-class ComponentUpdateStrategy(_Section):
+class ComponentUpdateStrategy(Section):
     type: UpdateStrategyType = "SurgeThenDrain"
     max_surge: int | str | None = Field(default="25%", alias="maxSurge")
     max_unavailable: int | str | None = Field(default="25%", alias="maxUnavailable")
@@ -80,7 +77,7 @@ class ComponentUpdateStrategy(_Section):
     _check_budgets = field_validator("max_surge", "max_unavailable")(_positive_budget)
 
 
-class UpdateStrategyDefaults(_Section):
+class UpdateStrategyDefaults(Section):
     """deploy.updateStrategy: per-component defaults for OMENative components that set none."""
 
     engine: ComponentUpdateStrategy | None = ComponentUpdateStrategy()
@@ -95,7 +92,7 @@ class UpdateStrategyDefaults(_Section):
 CHART_MAX_REPLICAS: Final = {"engine": 3, "decoder": 3, "router": 2}
 
 
-class ReplicasDefaults(_Section):
+class ReplicasDefaults(Section):
     """deploy.replicas: the bounds a component gets when neither the InferenceService nor its runtime sets
     them. Without the `replicas` object the chart's values apply; with it, exactly what it lists (a key left
     out or `null` means no default)."""
@@ -127,7 +124,7 @@ class ReplicasDefaults(_Section):
 CHART_REPLICAS: Final = ReplicasDefaults(defaultMinReplicas=1, defaultMaxReplicas=dict(CHART_MAX_REPLICAS))
 
 
-class DeployConfig(_Section):
+class DeployConfig(Section):
     default_deployment_mode: str = Field(default=SUPPORTED_DEFAULT_MODE, alias="defaultDeploymentMode")
     termination_grace_period_seconds: int | None = Field(
         default=600, alias="terminationGracePeriodSeconds", gt=0
@@ -162,7 +159,7 @@ class DeployConfig(_Section):
 _CLASS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
-class IngressGatewaySpec(_Section):
+class IngressGatewaySpec(Section):
     """One Gateway the HTTPRoutes attach to: `namespace/name`, the domain of the host on it, and the name
     of its entry in status.addresses."""
 
@@ -171,7 +168,7 @@ class IngressGatewaySpec(_Section):
     class_: str = Field(default="", alias="class")
 
 
-class NamespaceIngressGateways(_Section):
+class NamespaceIngressGateways(Section):
     """namespaceIngressGateways.<namespace>: the Gateways for the InferenceServices of one namespace."""
 
     primary: IngressGatewaySpec = Field(default_factory=IngressGatewaySpec)
@@ -179,7 +176,7 @@ class NamespaceIngressGateways(_Section):
     """None keeps the cluster-wide additionalIngressGateways; [] means none."""
 
 
-class IngressConfig(_Section):
+class IngressConfig(Section):
     ingress_gateway: str | None = Field(default=None, alias="ingressGateway")
     ingress_service: str | None = Field(default=None, alias="ingressService")
     ome_ingress_gateway: str | None = Field(default=None, alias="omeIngressGateway")
@@ -235,14 +232,14 @@ class IngressConfig(_Section):
         return value or defaults[info.field_name]
 
 
-class UpdateRetry(_Section):
+class UpdateRetry(Section):
     max_attempts: int = Field(default=3, alias="maxAttempts", gt=0)
     initial_delay: str = Field(default="1m", alias="initialDelay")
     max_delay: str = Field(default="30m", alias="maxDelay")
     multiplier: float = Field(default=2.0, ge=1)
 
 
-class TeardownConfig(_Section):
+class TeardownConfig(Section):
     deadline: str | None = None
     """How long after its deletion a replica's finalizer is released even with pods left; None holds."""
 
@@ -262,7 +259,7 @@ class TeardownConfig(_Section):
 LIFECYCLE_NOT_ACTED_ON: Final[tuple[str, ...]] = ()
 
 
-class LifecycleConfig(_Section):
+class LifecycleConfig(Section):
     instance_ready_timeout: str | None = Field(default="30m", alias="instanceReadyTimeout")
     update_retry: UpdateRetry | None = Field(default_factory=UpdateRetry, alias="updateRetry")
     revision_history_limit: int | None = Field(default=10, alias="revisionHistoryLimit", gt=0)
@@ -331,140 +328,12 @@ class LifecycleConfig(_Section):
                 for key in sorted(self.model_extra or {})]
 
 
-class OMENativeStatusConfig(_Section):
-    """omenativeStatus: how InferenceReplicas store per-Instance status (change-the-status-encoding.md)."""
-
-    instance_status_encoding: Literal["DenseV1", "ColumnarV2"] = Field(
-        default="ColumnarV2", alias="instanceStatusEncoding")
-    max_decoded_instances: int | None = Field(default=DEFAULT_MAX_DECODED_INSTANCES,
-                                              alias="maxDecodedInstances")
-    """The most rows decoded from one ColumnarV2 InferenceReplica; None: no bound (DenseV1 only)."""
-
-    @property
-    def status_encoding(self) -> Literal["DenseV1", "ColumnarV2"]:
-        return self.instance_status_encoding
-
-    @property
-    def decode_bound(self) -> int:
-        """The bound as the startup log prints it: 0 when none is set."""
-        return self.max_decoded_instances or 0
-
-
-def parse_omenative_status(text: str) -> OMENativeStatusConfig:
-    """The omenativeStatus block, with v1.3's checks and messages; raises ValueError(message)."""
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: dict[str, Any] = {}
-        for key, value in items:
-            if key in seen:
-                raise ValueError(f'duplicate field "{key}"')
-            seen[key] = value
-        return seen
-
-    if not text.strip():
-        raise ValueError("expected a JSON object")
-    try:
-        block, end = json.JSONDecoder(object_pairs_hook=pairs).raw_decode(text.strip())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"malformed JSON object: {exc}") from exc
-    if end != len(text.strip()):
-        raise ValueError("trailing data after the JSON object")
-    if not isinstance(block, dict):
-        raise ValueError("expected a JSON object")
-    for key in block:
-        if key not in ("instanceStatusEncoding", "maxDecodedInstances"):
-            raise ValueError(f'unknown field "{key}"')
-    encoding = block.get("instanceStatusEncoding")
-    if encoding is None:
-        raise ValueError("instanceStatusEncoding is required")
-    if not isinstance(encoding, str):
-        raise ValueError("instanceStatusEncoding must be a string")
-    if encoding not in ("DenseV1", "ColumnarV2"):
-        raise ValueError(f'instanceStatusEncoding "{encoding}" is not supported')
-    bound = block.get("maxDecodedInstances")
-    if bound is not None:
-        if isinstance(bound, bool) or not isinstance(bound, int):
-            raise ValueError("maxDecodedInstances must be a positive integer")
-        if bound <= 0:
-            raise ValueError(f"maxDecodedInstances must be a positive integer, got {bound}")
-    elif encoding == "ColumnarV2":
-        raise ValueError("maxDecodedInstances is required when instanceStatusEncoding is ColumnarV2")
-    return OMENativeStatusConfig.model_validate(
-        {"instanceStatusEncoding": encoding, "maxDecodedInstances": bound})
-
-
-PDB_CONFIG_ERROR: Final = "fails to create InferenceServicesConfig"
-_BUDGET = re.compile(r"^(\d+)%$")
-
-
-def budget_problem(value: object) -> str | None:
-    """Why `value` is not a budget (a non-negative integer or a percentage from 0% to 100%), or None."""
-    if isinstance(value, bool):
-        return "must be a non-negative integer or a percentage from 0% to 100%"
-    if isinstance(value, int):
-        return None if value >= 0 else "must be a non-negative integer or a percentage from 0% to 100%"
-    if isinstance(value, str) and (found := _BUDGET.match(value)) and int(found.group(1)) <= 100:
-        return None
-    return "must be a non-negative integer or a percentage from 0% to 100%"
-
-
-class PDBPolicy(_Section):
-    """One mode's default budget: exactly one of the two fields."""
-
-    min_available: int | str | None = Field(default=None, alias="minAvailable")
-    max_unavailable: int | str | None = Field(default=None, alias="maxUnavailable")
-
-    def as_spec(self) -> dict[str, int | str]:
-        if self.min_available is not None:
-            return {"minAvailable": self.min_available}
-        return {"maxUnavailable": self.max_unavailable if self.max_unavailable is not None else 1}
-
-
-class PDBConfig(_Section):
-    """podDisruptionBudget: per-mode defaults. Without the key, the chart's `maxUnavailable: 1` for both
-    modes; with it, a mode left out or `null` has no default."""
-
-    raw_deployment: PDBPolicy | None = Field(default=None, alias="rawDeployment")
-    ome_native: PDBPolicy | None = Field(default=None, alias="omeNative")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _exactly_one(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        for mode in ("rawDeployment", "omeNative"):
-            policy = data.get(mode)
-            if policy is None or isinstance(policy, PDBPolicy):
-                continue
-            if not isinstance(policy, dict):
-                raise ValueError(f"podDisruptionBudget.{mode} must be an object")
-            unknown = sorted(set(policy) - {"minAvailable", "maxUnavailable"})
-            if unknown:
-                raise ValueError(f"unknown field podDisruptionBudget.{mode}.{unknown[0]}")
-            present = [k for k in ("minAvailable", "maxUnavailable") if policy.get(k) is not None]
-            if len(present) != 1:
-                raise ValueError(
-                    f"exactly one of podDisruptionBudget.{mode}.minAvailable or "
-                    f"podDisruptionBudget.{mode}.maxUnavailable must be set"
-                )
-            if (problem := budget_problem(policy[present[0]])) is not None:
-                raise ValueError(f"podDisruptionBudget.{mode}.{present[0]} {problem}")
-        return data
-
-    def for_mode(self, mode: str) -> PDBPolicy | None:
-        """The default of a deployment mode (MultiNode has none)."""
-        return {"RawDeployment": self.raw_deployment, "OMENative": self.ome_native}.get(mode)
-
-
-CHART_PDB: Final = PDBConfig(rawDeployment=PDBPolicy(maxUnavailable=1), omeNative=PDBPolicy(maxUnavailable=1))
-
-
-class MetricProvider(_Section):
+class MetricProvider(Section):
     server_address: str = Field(alias="serverAddress")
     auth_modes: str | None = Field(default=None, alias="authModes")
 
 
-class AutoscalerPolicyConfig(_Section):
+class AutoscalerPolicyConfig(Section):
     """autoscalerPolicy: present (the chart writes it when `ome.autoscalerPolicy.enabled`) turns the alpha
     AutoscalerPolicy feature on, unless it says `"enabled": false`."""
 
@@ -472,7 +341,7 @@ class AutoscalerPolicyConfig(_Section):
     metric_providers: dict[str, MetricProvider] = Field(default_factory=dict, alias="metricProviders")
 
 
-class AgentImageConfig(_Section):
+class AgentImageConfig(Section):
     """modelInit / fineTunedAdapter: the ome-agent init container that fetches weights into a pod."""
 
     image: str = "ghcr.io/moirai-internal/ome-agent:v1.3.0"
@@ -492,7 +361,7 @@ class FineTunedAdapterConfig(AgentImageConfig):
     image: str = ""
 
 
-class InferenceServiceConfig(_Section):
+class InferenceServiceConfig(Section):
     """Every entry of the ConfigMap this controller reads, each defaulted as the chart ships it."""
 
     deploy: DeployConfig = Field(default_factory=DeployConfig)

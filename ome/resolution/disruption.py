@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ome.config.inferenceservice_config import PDBConfig, budget_problem
+from ome.config.pdb_config import PDBConfig, budget_problem
 from ome.resolution import modes, naming, objects
 
 Obj = dict[str, Any]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ome.config.inferenceservice_config import budget_problem
+from ome.config.pdb_config import budget_problem
 from ome.resolution import autoscaling, modes
 
 Obj = dict[str, Any]

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from ome.config import inferenceservice_config as cfg
+from ome.config import pdb_config
 from ome.resolution import autoscaling, modes
 from ome.resolution.autoscaling import Bounds
 
@@ -74,9 +75,9 @@ def test_replica_default_errors(deploy: str, message: str) -> None:
 
 
 def test_pdb_defaults_chart_without_the_key_none_for_a_left_out_or_null_mode() -> None:
-    assert cfg.parse({}).pod_disruption_budget.for_mode("RawDeployment") == cfg.PDBPolicy(maxUnavailable=1)
+    assert cfg.parse({}).pod_disruption_budget.for_mode("RawDeployment") == pdb_config.PDBPolicy(maxUnavailable=1)
     parsed = cfg.parse({"podDisruptionBudget": '{"omeNative": null, "rawDeployment": {"maxUnavailable": "25%"}}'})
-    assert parsed.pod_disruption_budget.for_mode("RawDeployment") == cfg.PDBPolicy(maxUnavailable="25%")
+    assert parsed.pod_disruption_budget.for_mode("RawDeployment") == pdb_config.PDBPolicy(maxUnavailable="25%")
     assert parsed.pod_disruption_budget.for_mode("OMENative") is None
     left_out = cfg.parse({"podDisruptionBudget": '{"rawDeployment": {"minAvailable": 1}}'})
     assert left_out.pod_disruption_budget.for_mode("OMENative") is None

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ome.config import inferenceservice_config as cfg
+from ome.config import pdb_config
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import autoscaling, disruption, modes
 from ome.resolution.autoscaling import Bounds
@@ -125,23 +125,23 @@ def test_omenative_percentages_round_up() -> None:
 
 
 def test_component_budget_overrides_runtime_field_and_mode_default() -> None:
-    defaults = cfg.CHART_PDB
+    defaults = pdb_config.CHART_PDB
     assert disruption.resolve_budget("engine", modes.RAW_DEPLOYMENT, {"minAvailable": "50%"},
                                      {"minAvailable": 1}, defaults) == Budget("minAvailable", "50%")
     assert disruption.resolve_budget("engine", modes.RAW_DEPLOYMENT, {}, {"maxUnavailable": 2},
                                      defaults) == Budget("maxUnavailable", 2)
     assert disruption.resolve_budget("engine", modes.OMENATIVE, {}, {}, defaults) == Budget("maxUnavailable", 1)
     assert disruption.resolve_budget("engine", modes.MULTINODE, {"minAvailable": 1}, {}, defaults) is None
-    no_default = cfg.PDBConfig()
+    no_default = pdb_config.PDBConfig()
     assert disruption.resolve_budget("engine", modes.RAW_DEPLOYMENT, {}, {}, no_default) is None
 
 
 def test_runtime_and_isvc_setting_different_fields_is_a_resolve_error() -> None:
     with pytest.raises(disruption.BudgetError, match="^failed to resolve decoder PodDisruptionBudget"):
         disruption.resolve_budget("decoder", modes.RAW_DEPLOYMENT, {"minAvailable": 1}, {"maxUnavailable": 1},
-                                  cfg.CHART_PDB)
+                                  pdb_config.CHART_PDB)
     with pytest.raises(disruption.BudgetError, match="^failed to resolve engine PodDisruptionBudget"):
-        disruption.resolve_budget("engine", modes.RAW_DEPLOYMENT, {}, {"maxUnavailable": "150%"}, cfg.CHART_PDB)
+        disruption.resolve_budget("engine", modes.RAW_DEPLOYMENT, {}, {"maxUnavailable": "150%"}, pdb_config.CHART_PDB)
 
 
 def test_pdb_render_per_mode() -> None:
