@@ -262,7 +262,9 @@ LIFECYCLE_NOT_ACTED_ON: Final[tuple[str, ...]] = ()
 class LifecycleConfig(Section):
     instance_ready_timeout: str | None = Field(default="30m", alias="instanceReadyTimeout")
     update_retry: UpdateRetry | None = Field(default_factory=UpdateRetry, alias="updateRetry")
-    revision_history_limit: int | None = Field(default=10, alias="revisionHistoryLimit", gt=0)
+    # Not the chart's 10 when left out: "with neither set, OME keeps every revision"
+    # (omenative-update-strategies.md); the chart and config/configmap both write 10.
+    revision_history_limit: int | None = Field(default=None, alias="revisionHistoryLimit", gt=0)
     stuck_pod_grace_period: str | None = Field(default=None, alias="stuckPodGracePeriod")
     unschedulable_grace_period: str | None = Field(default=None, alias="unschedulableGracePeriod")
     gang_schedule_timeout: GangScheduleTimeoutConfig | None = Field(default=None, alias="gangScheduleTimeout")

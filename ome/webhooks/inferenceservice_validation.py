@@ -151,17 +151,19 @@ def mode_combination_error(spec: Obj) -> str | None:
 
 
 def replica_bounds_error(spec: Obj) -> str | None:
-    """minReplicas >= 0; an explicit maxReplicas >= 1 (0 means unset) and not below minReplicas."""
+    """minReplicas >= 0; an explicit maxReplicas >= 1 (0 means unset) and not below minReplicas. The
+    messages are v1.3's: the bound's own text after the component's path (component-autoscaling.md lists
+    `must be <= maxReplicas`)."""
     for name, component in declared_components(spec).items():
         low, high = component.get("minReplicas"), component.get("maxReplicas")
         low = low if is_int(low) else None
         high = high if is_int(high) and high != 0 else None
         if low is not None and low < 0:
-            return f"spec.{name}.minReplicas must be >= 0, got {low}"
+            return f"spec.{name}.minReplicas must be >= 0"
         if high is not None and high < 1:
-            return f"spec.{name}.maxReplicas must be >= 1, got {high}"
+            return f"spec.{name}.maxReplicas must be >= 1"
         if low is not None and high is not None and low > high:
-            return f"spec.{name}.minReplicas ({low}) must be <= spec.{name}.maxReplicas ({high})"
+            return f"spec.{name}.minReplicas ({low}) must be <= maxReplicas ({high})"
     return None
 
 

@@ -44,5 +44,7 @@ def test_with_no_history_limit_every_revision_is_kept() -> None:
     assert len(revisions.prunable(existing, live={"r29"}, limit=10)) == 18
 
 
-def test_the_chart_keeps_ten_other_revisions_when_the_key_is_missing() -> None:
-    assert _settings("{}").replica_settings().revision_history_limit == 10
+def test_a_lifecycle_entry_without_the_limit_keeps_every_revision() -> None:
+    """The docs: with neither the chart's value nor the annotation set, OME keeps every revision."""
+    assert _settings("{}").replica_settings().revision_history_limit is None
+    assert _settings('{"revisionHistoryLimit": 10}').replica_settings().revision_history_limit == 10

@@ -148,7 +148,8 @@ def test_missing_keys_take_chart_defaults() -> None:
     assert config.ingress.disable_ingress_creation is True
     assert config.lifecycle.instance_ready_timeout == "30m"
     assert config.lifecycle.update_retry is not None and config.lifecycle.update_retry.max_attempts == 3
-    assert config.lifecycle.revision_history_limit == 10
+    # Not the chart's 10: with no limit set anywhere, OME keeps every revision (the docs).
+    assert config.lifecycle.revision_history_limit is None
     assert config.omenative_status.status_encoding == "ColumnarV2"
     engine = config.deploy.update_strategy.for_component("engine")
     assert engine is not None and (engine.type, engine.max_surge, engine.max_unavailable) == (
