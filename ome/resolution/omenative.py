@@ -18,7 +18,7 @@ from ome.config.inferenceservice_config import InferenceServiceConfig
 from ome.omenative import rollout_budget
 from ome.omenative.revisions import EXCLUDED_KEYS_ANNOTATION
 from ome.omenative.rollout_budget import OperatorDefault
-from ome.resolution import naming, objects, quota_governance
+from ome.resolution import autoscaling, naming, objects, quota_governance
 from ome.resolution.components import ComponentPlan
 
 Obj = dict[str, Any]
@@ -27,7 +27,7 @@ MANAGED_BY: Final = "OMENative"
 RUNNER_LABEL: Final = "ome.io/runner"
 PAUSE_ANNOTATION: Final = "ome.io/rollout-paused"
 HISTORY_ANNOTATION: Final = "ome.io/revision-history-limit"
-_PASSED_THROUGH: Final = ("topologyKey", "topologySpread", "topologySpreadKey", "autoscaler")
+_PASSED_THROUGH: Final = ("topologyKey", "topologySpread", "topologySpreadKey")
 
 
 def pod_selector(plan: ComponentPlan) -> dict[str, str]:
@@ -66,6 +66,8 @@ def inference_replica(isvc: Mapping[str, Any], plan: ComponentPlan, config: Infe
     for key in _PASSED_THROUGH:
         if plan.merged.get(key) is not None:
             spec[key] = plan.merged[key]
+    if (block := resolved_autoscaler(isvc, plan)) is not None:
+        spec["autoscaler"] = block
     annotations = {**plan.annotations, **controller_marks(isvc)}
     if excluded := excluded_annotation_keys(isvc, plan):
         annotations[EXCLUDED_KEYS_ANNOTATION] = excluded
@@ -75,6 +77,24 @@ def inference_replica(isvc: Mapping[str, Any], plan: ComponentPlan, config: Infe
         "metadata": objects.metadata(isvc, plan.name, plan.labels, annotations),
         "spec": spec,
     }
+
+
+def resolved_autoscaler(isvc: Mapping[str, Any], plan: ComponentPlan) -> Obj | None:
+    """The autoscaler block the autoscaler controller runs, whole from one place (autoscaling.resolve):
+    the InferenceService's, else the runtime's, else the default `class: HPA`, which is projected too.
+
+    None for a component that names an AutoscalerPolicy and sets no block itself: the policy object is
+    read by the autoscaler controller, not by this projection, so the block it renders (or holds) is not
+    known here, and the runtime's or the default would name a scaler that does not run.
+    """
+    own = (isvc.get("spec") or {}).get(plan.component) or {}
+    # Without an inline block the merged one is the runtime's as it is (the merge skips a null).
+    runtime = {"autoscaler": plan.merged.get("autoscaler")}
+    resolution = autoscaling.resolve(mode=plan.mode, isvc_component=own, runtime_component=runtime,
+                                     annotations=plan.annotations)
+    if resolution.source == autoscaling.SOURCE_POLICY or not resolution.block:
+        return None
+    return resolution.block
 
 
 def rollout_controls(isvc: Mapping[str, Any]) -> Obj:

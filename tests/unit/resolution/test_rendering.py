@@ -185,6 +185,65 @@ def test_component_lifecycle_wins_over_config_defaults() -> None:
     }
 
 
+def _replica_and_scaler(isvc: Obj, engine_config: Obj) -> tuple[Obj, Obj | None]:
+    """The engine's InferenceReplica and the HPA the autoscaler controller runs for it, with the default
+    runtime's engineConfig extended by `engine_config`."""
+    runtime = builders.runtime()
+    runtime["spec"]["engineConfig"].update(engine_config)
+    [plan] = _plans(isvc, runtime)
+    rendered = workloads.render_component(isvc, plan, CONFIG, lws_served=False)
+    rendered += autoscaler_decide.desired_objects(isvc, plan, runtime["spec"]["engineConfig"], CONFIG)
+    by_kind = {obj["kind"]: obj for obj in rendered}
+    return by_kind["InferenceReplica"], by_kind.get("HorizontalPodAutoscaler")
+
+
+_MEMORY_METRIC: Obj = {
+    "type": "Resource",
+    "resource": {"name": "memory", "target": {"type": "Utilization", "averageUtilization": 60}},
+}
+_RUNTIME_HPA: Obj = {"class": "HPA", "hpa": {"metrics": [_MEMORY_METRIC]}}
+_CPU_80: Obj = {
+    "type": "Resource",
+    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+}
+
+
+def test_replica_autoscaler_is_the_service_block_whole_not_merged_with_the_runtime() -> None:
+    isvc = builders.isvc(deploymentMode="OMENative", engine={"autoscaler": {"class": "HPA"}})
+    replica, hpa = _replica_and_scaler(isvc, {"autoscaler": _RUNTIME_HPA})
+    # The block the running HPA comes from: the service's, so the default CPU target, not the memory metric.
+    assert replica["spec"]["autoscaler"] == {"class": "HPA"}
+    assert hpa is not None and hpa["spec"]["metrics"] == [_CPU_80]
+
+
+@pytest.mark.parametrize(
+    ("engine", "engine_config", "block"),
+    [({}, {"autoscaler": _RUNTIME_HPA}, _RUNTIME_HPA), ({}, {}, {"class": "HPA"}),
+     ({"autoscalerPolicyRef": {"name": "gpu"}}, {"autoscaler": _RUNTIME_HPA}, None)],
+    ids=["runtime", "default", "policy-ref"],
+)  # fmt: skip
+def test_replica_autoscaler_follows_the_resolution_order(
+    engine: Obj, engine_config: Obj, block: Obj | None
+) -> None:
+    isvc = builders.isvc(deploymentMode="OMENative", engine=engine)
+    replica, _ = _replica_and_scaler(isvc, engine_config)
+    # A policy reference outranks the runtime; the policy is not read here, so no block is claimed.
+    assert replica["spec"].get("autoscaler") == block
+
+
+@pytest.mark.parametrize(
+    ("engine", "window"),
+    [({}, 1200), ({"lifecycle": {"minReadySeconds": 900}}, 900), ({"lifecycle": {"minReadySeconds": 0}}, 0)],
+    ids=["runtime", "service", "service-zero"],
+)  # fmt: skip
+def test_replica_min_ready_seconds_from_the_service_else_the_runtime(engine: Obj, window: int) -> None:
+    isvc = builders.isvc(deploymentMode="OMENative", engine=engine)
+    replica, _ = _replica_and_scaler(isvc, {"lifecycle": {"minReadySeconds": 1200}})
+    spec = replica["spec"]
+    assert spec["minReadySeconds"] == window
+    assert "minReadySeconds" not in (spec.get("lifecycle") or {})  # the top-level field is the one in effect
+
+
 def test_rollout_controls_and_excluded_annotations_reach_the_replica() -> None:
     isvc = builders.isvc(deploymentMode="OMENative", engine={"annotations": {"team": "a"}})
     isvc["metadata"]["annotations"] = {
