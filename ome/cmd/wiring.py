@@ -95,6 +95,8 @@ class Settings:
             scale_down_pod_batch_size=life.scale_down_pod_batch_size,
             scale_down_requeue_interval=parse_duration(life.scale_down_requeue_interval),
             gang_schedule_timeout=life.gang_clamp(),
+            stuck_pod_grace_period=parse_duration(life.stuck_pod_grace_period),
+            unschedulable_grace_period=parse_duration(life.unschedulable_grace_period),
         )
 
     def migration_settings(self) -> MigrationSettings:

@@ -7,9 +7,12 @@ the pod it replaces is gone; drained means the serving gate is False and Ready f
 
 Phases: Creating -> Ready; Ready -> Restarting (next incarnation) when a pod of a multi-pod Instance
 fails or goes missing under RecreateInstanceOnPodRestart; Ready -> Pending when every pod is gone
-under None; Deleting drains then deletes (one DrainOverdue warning past its deadline); Failed when an
-operation passes its deadline. A failed Create is retried at the same incarnation after a backoff that
-grows with each attempt, unless it rebuilt an Instance that already ran its revision.
+under None; Deleting drains then deletes (one DrainOverdue warning past its deadline). Creating or
+Restarting -> Failed (one InstanceFailed warning) when, its operation not held: a pod's container waits
+in a terminal kubelet reason and the pod is older than stuckPodGracePeriod; a pod stays unschedulable
+longer than unschedulableGracePeriod; or the operation passes its deadline. A failed Create is retried
+at the same incarnation after a backoff that grows with each attempt, unless it rebuilt an Instance that
+already ran its revision.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ class Context:
     """lifecycle.scaleDownPodBatchSize (`ome.omenative.scale_down_batching`); None: unbounded."""
     scale_down_requeue: float | None = None
     """lifecycle.scaleDownRequeueInterval in seconds: the fallback wake while scale-down work remains."""
+    stuck_grace: float | None = None
+    """lifecycle.stuckPodGracePeriod in seconds: a wedged pod older than this fails a starting Instance;
+    None: off (only the deadline does)."""
+    unschedulable_grace: float | None = None
+    """lifecycle.unschedulableGracePeriod in seconds: a pod unschedulable this long fails a starting
+    Instance; None: off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +286,7 @@ def converge(ctx: Context, row: Row, pods: list[PodView], data: RevisionData, ou
         out.open_gates += [p.name for p in healthy if p.gate != "True"]
     if len(healthy) == len(expected) and all(p.serving for p in healthy):
         return finish_if_settled(ctx, row, healthy, out)
-    return check_deadline(ctx, row, out, expected, current)
+    return check_pods(ctx, row, healthy, out) or check_deadline(ctx, row, out, expected, current)
 
 
 def data_hash(row: Row) -> str:
@@ -314,11 +323,61 @@ def check_deadline(
         operation = row.get("operation") or {}
         cause = (f"DeadlineExceeded: {operation.get('type', 'Create')}/{operation.get('step', '')} not Ready "
                  f"by its deadline ({failure['reason']})")
-        out.events.append(("Warning", "InstanceFailed",
-                           instance_failed_message(ctx, int(row["index"]), failure["podName"], cause)))
-        return {**row, "phase": "Failed", "lastFailure": failure}
+        return fail(ctx, row, failure, cause, out)
     out.wake((deadline - ctx.now).total_seconds())
     return row
+
+
+def check_pods(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | None:
+    """The failed row when a pod of a starting Instance proves it cannot finish: a wedged container past
+    the stuck-pod grace (from the pod's creation), else a pod unschedulable past its grace (from the
+    PodScheduled transition). None otherwise, with a wake for the first grace to end. Ready Instances
+    are `rollout_repair`'s; a held operation waits, as its deadline does."""
+    starting = row.get("phase") in ("Creating", "Restarting")
+    if not starting or (row.get("operation") or {}).get("type") not in operation_holds.OWN_TYPES:
+        return None
+    if operation_holds.held(row):
+        return None
+    ends: list[datetime] = []
+    pods = sorted(pods, key=lambda p: p.name)
+    for pod in pods:
+        wedge = pod.wedged
+        due = grace_end(pod.created, ctx.stuck_grace) if wedge is not None else None
+        if wedge is None or due is None:
+            continue
+        if ctx.now < due:
+            ends.append(due)
+            continue
+        failure: Row = {"podName": pod.name, "containerName": wedge.container, "reason": wedge.reason,
+                        "message": wedge.message, "time": format_time(ctx.now)}
+        if pod.exit_code and pod.container == wedge.container:
+            failure["exitCode"] = pod.exit_code  # the crash behind a CrashLoopBackOff
+        return fail(ctx, row, failure, wedge.reason, out)  # v1.3's cause: the bare kubelet reason
+    for pod in pods:
+        due = grace_end(pod.unschedulable_since, ctx.unschedulable_grace)
+        if due is None:
+            continue
+        if ctx.now < due:
+            ends.append(due)
+            continue
+        message = pod.unschedulable_message
+        failure = {"podName": pod.name, "reason": "Unschedulable", "message": message,
+                   "time": format_time(ctx.now)}
+        return fail(ctx, row, failure, f"Unschedulable: {message}" if message else "Unschedulable", out)
+    if ends:
+        out.wake((min(ends) - ctx.now).total_seconds())
+    return None
+
+
+def grace_end(since: str | None, grace: float | None) -> datetime | None:
+    start = parse_time(since) if grace is not None else None
+    return None if start is None or grace is None else start + timedelta(seconds=grace)
+
+
+def fail(ctx: Context, row: Row, failure: Row, cause: str, out: Plan) -> Row:
+    out.events.append(("Warning", "InstanceFailed",
+                       instance_failed_message(ctx, int(row["index"]), failure["podName"], cause)))
+    return {**row, "phase": "Failed", "lastFailure": {k: v for k, v in failure.items() if v is not None}}
 
 
 def instance_failed_message(ctx: Context, index: int, pod: str, cause: str) -> str:

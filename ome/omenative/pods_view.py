@@ -5,11 +5,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from ome.framework import timefmt
 from ome.framework.timefmt import format_time as format_time  # re-exported for the omenative modules
 from ome.omenative import instance_names as names
+
+TERMINAL_WAITING_REASONS: Final = frozenset({
+    "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
+    "CreateContainerError", "CrashLoopBackOff", "RunContainerError",
+})
+"""Kubelet waiting reasons a container never leaves on its own (v1.3's terminalWaitingReasons): the one set
+the stuck-pod failure, the crash-loop repair and a migration's wedged surge read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Wedge:
+    """A container (or init container) waiting in one of `TERMINAL_WAITING_REASONS`."""
+
+    container: str
+    reason: str
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +50,14 @@ class PodView:
     container: str | None = None
     gated: bool = False
     """The pod still has a scheduling gate (it is not admitted to scheduling yet)."""
+    created: str | None = None
+    """metadata.creationTimestamp: the stuck-pod grace runs from it (a waiting state has no time)."""
+    wedged: Wedge | None = None
+    """The first container, then init container, waiting in a terminal reason."""
+    unschedulable_since: str | None = None
+    """lastTransitionTime of PodScheduled False for Unschedulable, else None."""
+    unschedulable_message: str | None = None
+    """The scheduler's message with `unschedulable_since` (which constraint found no node)."""
 
     @property
     def ended(self) -> bool:
@@ -67,6 +91,8 @@ def view(pod: Mapping[str, Any]) -> PodView | None:
     status = pod.get("status") or {}
     conds = _conditions(pod)
     ready = conds.get("Ready") or {}
+    scheduled = conds.get("PodScheduled") or {}
+    unschedulable = scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable"
     main = _main_status(status)
     last = ((main or {}).get("lastState") or {}).get("terminated") or {}
     restarted = bool(main and int(main.get("restartCount") or 0) > 0)
@@ -88,7 +114,20 @@ def view(pod: Mapping[str, Any]) -> PodView | None:
         exit_code=last.get("exitCode"),
         container=(main or {}).get("name"),
         gated=bool((pod.get("spec") or {}).get("schedulingGates")),
+        created=meta.get("creationTimestamp"),
+        wedged=_wedge(status),
+        unschedulable_since=scheduled.get("lastTransitionTime") if unschedulable else None,
+        unschedulable_message=scheduled.get("message") if unschedulable else None,
     )
+
+
+def _wedge(status: Mapping[str, Any]) -> Wedge | None:
+    # Containers before init containers, as v1.3 reads them.
+    for cs in [*(status.get("containerStatuses") or []), *(status.get("initContainerStatuses") or [])]:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in TERMINAL_WAITING_REASONS:
+            return Wedge(cs.get("name") or "", waiting["reason"], waiting.get("message") or None)
+    return None
 
 
 def _main_status(status: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -58,6 +58,12 @@ class InferenceReplicaSettings:
     scale_down_requeue_interval: float | None = None
     """lifecycle.scaleDownRequeueInterval in seconds: the fallback check while scale-down work remains;
     None: no periodic check (events and deadlines still wake the controller)."""
+    stuck_pod_grace_period: float | None = None
+    """lifecycle.stuckPodGracePeriod in seconds: a pod of a creating or restarting Instance wedged in a
+    terminal waiting reason and older than this fails the Instance. None: off (the chart sets 60s)."""
+    unschedulable_grace_period: float | None = None
+    """lifecycle.unschedulableGracePeriod in seconds: a pod of a creating or restarting Instance
+    unschedulable this long fails the Instance. None: off (the chart sets 15m)."""
 
     def __post_init__(self) -> None:
         if self.instance_ready_timeout is not None and self.instance_ready_timeout <= 0:
@@ -66,6 +72,9 @@ class InferenceReplicaSettings:
             raise ValueError("revision_history_limit must be >= 1")
         if self.teardown_deadline is not None and self.teardown_deadline <= 0:
             raise ValueError("teardown_deadline must be positive or None")
+        for grace in (self.stuck_pod_grace_period, self.unschedulable_grace_period):
+            if grace is not None and grace <= 0:
+                raise ValueError("the stuck-pod and unschedulable grace periods must be positive or None")
         if self.retry_initial_delay <= 0 or self.retry_multiplier < 1 or self.retry_max_delay <= 0:
             raise ValueError("retry delays must be positive and the multiplier >= 1")
         if self.max_concurrent_reconciles < 1:

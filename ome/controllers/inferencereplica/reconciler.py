@@ -278,6 +278,8 @@ class InferenceReplicaReconciler:
             start_hash=held.start_hash(self._cache, replica, digest, known),
             scale_down_budget=self._settings.scale_down_pod_batch_size,
             scale_down_requeue=self._settings.scale_down_requeue_interval,
+            stuck_grace=self._settings.stuck_pod_grace_period,
+            unschedulable_grace=self._settings.unschedulable_grace_period,
         )
 
     def _ready_timeout(self, replica: Mapping[str, Any]) -> float | None:
