@@ -8,9 +8,10 @@ the pod it replaces is gone; drained means the serving gate is False and Ready f
 Phases: Creating -> Ready; Ready -> Restarting (next incarnation) when a pod of a multi-pod Instance
 fails or goes missing under RecreateInstanceOnPodRestart; Ready -> Pending when every pod is gone
 under None; Deleting drains then deletes (one DrainOverdue warning past its deadline). Creating or
-Restarting -> Failed (one InstanceFailed warning) when, its operation not held: a pod's container waits
+Restarting -> Failed (one InstanceFailed warning) when, its pod creates not held: a pod's container waits
 in a terminal kubelet reason and the pod is older than stuckPodGracePeriod; a pod stays unschedulable
-longer than unschedulableGracePeriod; or the operation passes its deadline. A failed Create is retried
+longer than unschedulableGracePeriod (while one waits for room the operation's clock stops:
+`operation_holds`); or the operation passes its deadline. A failed Create is retried
 at the same incarnation after a backoff that grows with each attempt, unless it rebuilt an Instance that
 already ran its revision.
 """
@@ -336,7 +337,7 @@ def check_pods(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | 
     starting = row.get("phase") in ("Creating", "Restarting")
     if not starting or (row.get("operation") or {}).get("type") not in operation_holds.OWN_TYPES:
         return None
-    if operation_holds.held(row):
+    if operation_holds.creates_held(row):
         return None
     ends: list[datetime] = []
     pods = sorted(pods, key=lambda p: p.name)
@@ -367,6 +368,22 @@ def check_pods(ctx: Context, row: Row, pods: list[PodView], out: Plan) -> Row | 
     if ends:
         out.wake((min(ends) - ctx.now).total_seconds())
     return None
+
+
+def unschedulable_holds(rows: Iterable[Row], pods: Iterable[PodView]) -> dict[int, str]:
+    """Instance index -> `Unschedulable` for each starting Instance (its own Create or Restart) that has a
+    current pod the scheduler cannot place: its operation's clock stops while it waits for room."""
+    waiting: dict[int, list[PodView]] = {}
+    for pod in pods:
+        if pod.unschedulable_since is not None and not pod.terminating:
+            waiting.setdefault(pod.index, []).append(pod)
+    out = {}
+    for row in rows:
+        index = int(row["index"])
+        if (row.get("operation") or {}).get("type") in operation_holds.OWN_TYPES and members(
+                row, waiting.get(index, [])):
+            out[index] = operation_holds.UNSCHEDULABLE
+    return out
 
 
 def grace_end(since: str | None, grace: float | None) -> datetime | None:

@@ -8,10 +8,13 @@ States of a Create/Restart operation's `waiting`, set after each pass from what 
 
     (none) --a ResourceQuota refused (or slow start skipped after a refusal)--> QuotaExceeded
     (none) --its PodGroup from an earlier attempt is still being deleted--> PodGroupTerminating
-    QuotaExceeded / PodGroupTerminating --the other hold--> that hold
-    QuotaExceeded / PodGroupTerminating --a pass its creates were not held--> (none), deadline = now + timeout
+    (none) --the scheduler cannot place one of its pods--> Unschedulable
+    one hold --another hold--> that hold (a hold on its creates before Unschedulable)
+    any hold --a pass that found none--> (none), deadline = now + timeout
 
-While either holds, the deadline is not checked (`held`), so the Instance never fails for it.
+While one holds, the deadline is not checked (`held`), so the Instance never fails for it. Unschedulable
+still fails it past unschedulableGracePeriod (`instances.check_pods`): waiting for room doesn't count
+against the deadline, as on the rollout's side (`rollout_clock`), but the grace bounds it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ from ome.omenative.pods_view import format_time
 Row = dict[str, Any]
 QUOTA_EXCEEDED: Final = "QuotaExceeded"
 POD_GROUP_TERMINATING: Final = "PodGroupTerminating"
-HOLDS: Final = frozenset({QUOTA_EXCEEDED, POD_GROUP_TERMINATING})
+UNSCHEDULABLE: Final = "Unschedulable"
+CREATE_HOLDS: Final = frozenset({QUOTA_EXCEEDED, POD_GROUP_TERMINATING})
+"""Holds on the operation's pod creates: nothing of the attempt runs yet, so no pod can prove it fails."""
+HOLDS: Final = CREATE_HOLDS | {UNSCHEDULABLE}
 OWN_TYPES: Final = frozenset({"Create", "Restart"})
 
 
@@ -33,6 +39,12 @@ def held(row: Row) -> bool:
     """Whether the row's Create/Restart operation waits on a hold (its clock stopped)."""
     op = row.get("operation") or {}
     return op.get("type") in OWN_TYPES and op.get("waiting") in HOLDS
+
+
+def creates_held(row: Row) -> bool:
+    """Whether the row's Create/Restart operation waits on a hold on its pod creates."""
+    op = row.get("operation") or {}
+    return op.get("type") in OWN_TYPES and op.get("waiting") in CREATE_HOLDS
 
 
 def settle(

@@ -178,7 +178,9 @@ class InferenceReplicaReconciler:
             )
         finally:
             holds = self._holds.end(key)
-        plan.rows = operation_holds.settle(plan.rows, holds, ctx.now, ctx.ready_timeout)
+        # A hold on an operation's creates names it before a pod the scheduler cannot place does.
+        waiting = {**instances.unschedulable_holds(plan.rows, pods), **holds}
+        plan.rows = operation_holds.settle(plan.rows, waiting, ctx.now, ctx.ready_timeout)
         gang_timeout = schedule_timeout_seconds(ctx.ready_timeout, self._settings.gang_schedule_timeout)
         await self._pod_groups.retime(key, replica, ctx.base, ctx.component, gang_timeout)
         await self._history.prune(replica, plan.rows, ctx.update_revision)

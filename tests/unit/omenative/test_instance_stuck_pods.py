@@ -15,7 +15,7 @@ import pytest
 from ome.cmd import wiring
 from ome.config import inferenceservice_config as cfg
 from ome.omenative import instance_names as names
-from ome.omenative import instances, revisions
+from ome.omenative import instances, operation_holds, revisions
 from ome.omenative.pods_view import PodView, format_time, view
 from tests.unit.omenative.builders import replica
 
@@ -112,7 +112,7 @@ def test_an_unschedulable_pod_fails_the_instance_after_the_unschedulable_grace()
 
 
 def test_without_the_graces_nothing_fails_before_the_deadline() -> None:
-    pods = [raw(waiting="ImagePullBackOff", unschedulable_since=T0)]
+    pods = [raw(waiting="ImagePullBackOff")]
     unset = ctx(T0 + timedelta(minutes=29), stuck=None, unschedulable=None)
     plan = instances.plan(unset, [row()], pods)
     assert plan.rows[0]["phase"] == "Creating" and failed_events(plan) == []
@@ -151,3 +151,25 @@ def test_the_lifecycle_graces_reach_the_inferencereplica_controller() -> None:
     assert (settings.stuck_pod_grace_period, settings.unschedulable_grace_period) == (60.0, 900.0)
     unset = wiring.Settings(cfg.parse({}), lws_served=False, config_namespace="ome").replica_settings()
     assert (unset.stuck_pod_grace_period, unset.unschedulable_grace_period) == (None, None)
+
+
+def test_waiting_for_room_stops_the_create_clock_and_the_grace_bounds_it() -> None:
+    """"Waiting for the scheduler doesn't count" against the deadline: a starting Instance with a pod the
+    scheduler cannot place waits as `Unschedulable`, fails past unschedulableGracePeriod, and once the pod is
+    placed gets its full window again."""
+    pod = raw(unschedulable_since=T0)
+    assert instances.unschedulable_holds([row()], [pod]) == {0: "Unschedulable"}
+    ready = {k: v for k, v in row("Ready").items() if k != "operation"}
+    assert instances.unschedulable_holds([ready], [pod]) == {}  # no operation of its own to hold
+    [held] = operation_holds.settle([row()], {0: "Unschedulable"}, T0, 1800.0)
+    assert held["operation"]["waiting"] == "Unschedulable" and operation_holds.held(held)
+
+    past_deadline = T0 + timedelta(minutes=40)
+    unset = instances.plan(ctx(past_deadline, unschedulable=None), [held], [pod])
+    assert unset.rows[0]["phase"] == "Creating" and failed_events(unset) == []
+    bounded = instances.plan(ctx(T0 + timedelta(minutes=15)), [held], [pod])
+    assert bounded.rows[0]["phase"] == "Failed" and failed_events(bounded) == [PREFIX + f"Unschedulable: {SCHEDULER}"]
+
+    [placed] = operation_holds.settle([held], {}, past_deadline, 1800.0)
+    assert "waiting" not in placed["operation"]
+    assert placed["operation"]["deadline"] == format_time(past_deadline + timedelta(minutes=30))
