@@ -51,7 +51,7 @@ from ome.controllers.inferenceservice.converge import resource_of  # noqa: E402
 from ome.controllers.serving_gate import set_serving_gate  # noqa: E402
 from ome.devcluster.cluster import Cluster  # noqa: E402
 from ome.devcluster.crds import install_crds  # noqa: E402
-from ome.devcluster.operator_config import install_config, shipped_configmap  # noqa: E402
+from ome.devcluster.operator_config import chart_pdb_entry, install_config, shipped_configmap  # noqa: E402
 from ome.framework import errors  # noqa: E402
 from ome.framework.client import Client  # noqa: E402
 from ome.models import labels as model_labels  # noqa: E402
@@ -63,6 +63,10 @@ Obj = dict[str, Any]
 MANAGER_USER = "ome-bench-manager"
 FLOOR_USER = "ome-bench-floor"
 CONFIG_NS = "ome-bench"
+# The bench models a chart install: the manifests' inferenceservice-config plus the chart's
+# podDisruptionBudget entry (maxUnavailable: 1 for both modes), which the manifests leave out; so every
+# service gets its budget, in the floor and from the manager alike.
+CONFIG_DATA = chart_pdb_entry()
 MODEL, RUNTIME = "llama-bench", "vllm-bench"
 FAKE_UID = "00000000-0000-0000-0000-000000000000"
 IN_FLIGHT = 64
@@ -124,7 +128,7 @@ def floor_objects(i: int, mode: str, namespace: str, model: Obj, runtime: Obj,
     (it is deleted with the floor's namespace before the manager starts)."""
     isvc = isvc_body(i, mode, engine_annotations)
     isvc["metadata"].update(namespace=namespace, uid=FAKE_UID, generation=1)
-    config = inferenceservice_config.parse(shipped_configmap(CONFIG_NS)["data"])  # what the manager reads
+    config = inferenceservice_config.parse(shipped_configmap(CONFIG_NS, CONFIG_DATA)["data"])  # the manager's
     source = components.ModelSource.from_object("ClusterBaseModel", model)
     plans = components.build_plans(isvc, runtime, source, config, runtime_name=RUNTIME,
                                    model_facts=workload_metadata.ModelFacts.from_object(model))
@@ -475,8 +479,7 @@ def pct(times: list[float], q: float) -> float:
 async def setup(client: Client, gpu_nodes: int) -> tuple[Obj, Obj]:
     await install_crds(client)
     await client.create(resources.NAMESPACES, {"metadata": {"name": CONFIG_NS}})
-    await install_config(client, CONFIG_NS)  # the manager refuses to start without it
-    await install_config(client, CONFIG_NS)  # the manager refuses to start without inferenceservice-config
+    await install_config(client, CONFIG_NS, CONFIG_DATA)  # the manager refuses to start without it
     for _ in range(100):  # a freshly installed CRD may not be served yet
         try:
             model = await client.create(resources.CLUSTER_BASE_MODELS, model_body())

@@ -247,6 +247,8 @@ async def run_demo(args: argparse.Namespace, procs: Processes, progress: Progres
         crds = await install_crds(client)
         progress(f"installed {len(crds)} CRDs")
         await ensure_namespace(client, CONFIG_NAMESPACE)
+        # The manifests' ConfigMap as shipped (a manifest install, not the chart's): so no default
+        # PodDisruptionBudgets, and the sample InferenceService, which sets no budget, gets none.
         config = yaml.safe_load(CONFIGMAP.read_text())
         config["metadata"]["namespace"] = CONFIG_NAMESPACE
         await apply(client, resources.CONFIGMAPS, config)

@@ -31,7 +31,7 @@ from ome.config.gang_schedule import GangScheduleTimeoutConfig
 from ome.config.migration_lifecycle import AuditConfig, AutoMigrateConfig, ForceDeleteConfig
 from ome.config.ome_agent import OmeAgentConfig
 from ome.config.omenative_status_config import OMENativeStatusConfig, parse_omenative_status
-from ome.config.pdb_config import CHART_PDB, PDB_CONFIG_ERROR, PDBConfig
+from ome.config.pdb_config import PDB_CONFIG_ERROR, PDBConfig
 from ome.config.pod_injection import MetricsAggregatorConfig, ServingSidecarConfig
 from ome.config.section import Section
 from ome.framework import errors, resources
@@ -372,7 +372,9 @@ class InferenceServiceConfig(Section):
     omenative_status: OMENativeStatusConfig = Field(
         default_factory=OMENativeStatusConfig, alias="omenativeStatus"
     )
-    pod_disruption_budget: PDBConfig = Field(default=CHART_PDB, alias="podDisruptionBudget")
+    pod_disruption_budget: PDBConfig = Field(default_factory=PDBConfig, alias="podDisruptionBudget")
+    """Without the key no mode has a default, as on a manifest install; the chart writes the key (its
+    `maxUnavailable: 1` for both modes, `ome.controller.podDisruptionBudget`)."""
     autoscaler_policy: AutoscalerPolicyConfig | None = Field(default=None, alias="autoscalerPolicy")
     metric_providers: dict[str, MetricProvider] | None = Field(default=None, alias="metricProviders")
     """Top-level bindings; when present they win over autoscalerPolicy.metricProviders."""

@@ -38,8 +38,8 @@ class PDBPolicy(Section):
 
 
 class PDBConfig(Section):
-    """podDisruptionBudget: per-mode defaults. Without the key, the chart's `maxUnavailable: 1` for both
-    modes; with it, a mode left out or `null` has no default."""
+    """podDisruptionBudget: per-mode defaults. A mode left out or `null`, or the whole key left out (a
+    manifest install), has no default; the chart writes the key (config/chart/pod_disruption_budget.yaml)."""
 
     raw_deployment: PDBPolicy | None = Field(default=None, alias="rawDeployment")
     ome_native: PDBPolicy | None = Field(default=None, alias="omeNative")
@@ -73,4 +73,6 @@ class PDBConfig(Section):
         return {"RawDeployment": self.raw_deployment, "OMENative": self.ome_native}.get(mode)
 
 
+# What the ome-resources chart writes with its default values (config/chart/pod_disruption_budget.yaml;
+# tests/unit/charts checks the two agree): for code that models a chart install.
 CHART_PDB: Final = PDBConfig(rawDeployment=PDBPolicy(maxUnavailable=1), omeNative=PDBPolicy(maxUnavailable=1))

@@ -37,7 +37,7 @@ from typing import Any, Final
 
 from ome.api import resources
 from ome.devcluster.cluster import Cluster, free_ports
-from ome.devcluster.operator_config import install_config
+from ome.devcluster.operator_config import chart_pdb_entry, install_config
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.models import labels as model_labels
@@ -402,7 +402,9 @@ class Harness:
         await _create_when_served(c, resources.CLUSTER_SERVING_RUNTIMES, runtime_body(self.runtime))
         for node in MODEL_NODES:
             await self.label_node(node)
-        await install_config(c, self.namespace)  # a manager refuses to start without it
+        # A manager refuses to start without it. With the chart's default budgets, so the services keep
+        # their PodDisruptionBudgets and the orphan check keeps covering them.
+        await install_config(c, self.namespace, chart_pdb_entry())
         self.fleet.start()
         try:
             await self.fleet.wait_leader()

@@ -1,5 +1,6 @@
 """Installs the shipped `inferenceservice-config` (config/configmap) into a namespace: what a manager
-started with `--config-namespace` there needs, since it refuses to start without that ConfigMap (as v1.3)."""
+started with `--config-namespace` there needs, since it refuses to start without that ConfigMap (as v1.3).
+`chart_pdb_entry()` adds what a chart install has and the manifests leave out: the default budgets."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from ome.cmd.chartgen.go_format import go_json
+from ome.cmd.chartgen.manifests import chart_pod_disruption_budget
 from ome.framework.client import Client
 from ome.framework.resources import CONFIGMAPS
 
@@ -24,10 +27,17 @@ def shipped_configmap(namespace: str, data: dict[str, str] | None = None) -> dic
     return body
 
 
+def chart_pdb_entry() -> dict[str, str]:
+    """The `podDisruptionBudget` entry the ome-resources chart writes with its default values (each mode
+    `maxUnavailable: 1`), as `data` for the two functions here: without it, as on a manifest install, a
+    component that sets no budget gets no PodDisruptionBudget."""
+    return {"podDisruptionBudget": go_json(chart_pod_disruption_budget())}
+
+
 async def install_config(client: Client, namespace: str, data: dict[str, str] | None = None) -> None:
     """Server-side applies the shipped ConfigMap into `namespace` (idempotent)."""
     body = shipped_configmap(namespace, data)
     await client.apply(CONFIGMAPS, body, field_manager="ome-installer", force=True)
 
 
-__all__ = ["CONFIGMAP_FILE", "install_config", "shipped_configmap"]
+__all__ = ["CONFIGMAP_FILE", "chart_pdb_entry", "install_config", "shipped_configmap"]

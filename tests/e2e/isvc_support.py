@@ -15,6 +15,7 @@ from typing import Any
 
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.config.pdb_config import CHART_PDB
 from ome.controllers.autoscaler import controller as autoscaler_controller
 from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.framework import errors
@@ -25,6 +26,9 @@ from ome.models import labels as model_labels
 
 Obj = dict[str, Any]
 NODE = "gpu-node-0"
+CHART_CONFIG = InferenceServiceConfig(podDisruptionBudget=CHART_PDB)
+"""The managers' default here: a chart install's budgets (each mode `maxUnavailable: 1`, which the chart
+writes and the manifests leave out), so a component that sets no budget gets a PodDisruptionBudget."""
 
 
 def runtime_body(name: str, *, router: bool = False) -> Obj:
@@ -161,7 +165,7 @@ async def running_manager(
     entries = AutoscalerEntries()
     ctrl = isvc_controller.add_to_manager(
         manager,
-        config or InferenceServiceConfig(),
+        config or CHART_CONFIG,
         max_concurrent_reconciles=2,
         config_namespace=config_namespace,
         config_source=config_source,
@@ -171,7 +175,7 @@ async def running_manager(
     ctrl._reconciler._writer = writer  # type: ignore[attr-defined]  # count writes without touching the client
     ctrl._reconciler._posts.client = writer  # type: ignore[attr-defined]  # its creates by POST too
     # HPAs, ScaledObjects and PDBs are the autoscaler controller's, next to it in the same manager.
-    scaling = config or InferenceServiceConfig()
+    scaling = config or CHART_CONFIG
     autoscaler_controller.add_to_manager(manager, scaling, config_namespace=config_namespace, entries=entries,
                                          features=await autoscaler_controller.detect(client, scaling))
     task = asyncio.create_task(manager.run())

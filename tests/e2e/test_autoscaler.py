@@ -32,7 +32,7 @@ from ome.framework import errors
 from ome.framework.client import Client
 from ome.omenative.settings import InferenceReplicaSettings
 from ome.resolution import autoscaler_objects
-from tests.e2e.isvc_support import catalog, eventually, in_process_manager
+from tests.e2e.isvc_support import CHART_CONFIG, catalog, eventually, in_process_manager
 
 Obj = dict[str, Any]
 CRON: Obj = {"type": "cron", "metadata": {"timezone": "UTC", "start": "0 9 * * *", "end": "0 17 * * *",
@@ -103,8 +103,9 @@ async def keda_crd(client: Client, tmp_path: Path) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def running(client: Client, config: InferenceServiceConfig | None = None) -> AsyncIterator[Any]:
-    """The three controllers, KEDA and AutoscalerPolicy detected now, as ome-manager does at startup."""
-    config = config or InferenceServiceConfig()
+    """The three controllers, KEDA and AutoscalerPolicy detected now, as ome-manager does at startup; by
+    default with a chart install's budgets."""
+    config = config or CHART_CONFIG
     manager = in_process_manager(client)
     entries = AutoscalerEntries()  # the autoscaler's status entries, written by the InferenceService controller
     inferenceservice.add_to_manager(manager, config, max_concurrent_reconciles=2, autoscaler_entries=entries)
@@ -354,7 +355,7 @@ async def test_omenative_pdb_counts_pods(client: Client, namespace: str, ome_crd
             pdb = await _get(client, resources.PDBS, "chat-engine", namespace)
             return pdb if (pdb or {}).get("spec", {}).get("minAvailable") == expected else None
 
-        pdb = await eventually(lambda: budget(5), timeout=90)  # 2 Instances x 3 pods, maxUnavailable 1
+        pdb = await eventually(lambda: budget(5), timeout=90)  # 2 Instances x 3 pods, the chart's maxUnavailable 1
         assert "maxUnavailable" not in pdb["spec"]
         assert pdb["spec"]["selector"]["matchLabels"]["ome.io/managed-by"] == "OMENative"
         await client.patch(resources.INFERENCE_REPLICAS, "chat-engine", {"spec": {"replicas": 3}}, namespace,

@@ -133,7 +133,7 @@ async def test_helm_install_then_minimal_isvc_ready(client: Client, namespace: s
         deployment = await client.get(resources.DEPLOYMENTS, "ome-controller-manager", RELEASE_NAMESPACE)
         config = await client.get(resources.CONFIGMAPS, "inferenceservice-config", RELEASE_NAMESPACE)
         # The chart's ConfigMap: `inferenceserviceConfig` plus the entries of the structured values
-        # (`ome.controller.lifecycle`, `.rollout`, `.coordination`, `ome.omeAgent`).
+        # (`ome.controller.lifecycle`, `.rollout`, `.coordination`, `.podDisruptionBudget`, `ome.omeAgent`).
         assert config["data"] == chart_entries(default_values())
         crd = await client.get(resources.CRDS, "inferenceservices.ome.io")
         assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == "ome-crd"

@@ -60,7 +60,7 @@ async def test_minimal_isvc_creates_documented_objects_and_becomes_ready(
             ("Deployment", f"{name}-engine"),
             ("Service", f"{name}-engine"),
             ("HorizontalPodAutoscaler", f"{name}-engine"),
-            ("PodDisruptionBudget", f"{name}-engine"),
+            ("PodDisruptionBudget", f"{name}-engine"),  # the chart's default budget (running_manager's)
             ("Service", name),
         }
         assert ready["status"]["url"] == f"http://{name}.{namespace}.svc.cluster.local:8080"

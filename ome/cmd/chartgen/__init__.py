@@ -20,6 +20,8 @@ generator only turns chosen fields into values:
 | `ome.controller.coordination` | its `coordination` entry (config/chart/coordination.yaml) |
 | `ome.controller.eventRecorder.{burstSize,refillInterval}` | its `eventRecorder` entry, the per-object |
 | | event budget (config/chart/event_recorder.yaml) |
+| `ome.controller.podDisruptionBudget.{rawDeployment,omeNative}` | its `podDisruptionBudget` entry, each |
+| | mode's default budget (config/chart/pod_disruption_budget.yaml; a mode set to null has none) |
 | `ome.omeAgent.{image,tag,metadataJob.*}` | its `omeAgent` entry, v1.3's form (`image:tag`, the Job keys) |
 | `ome.omeAgent.{authType,compartmentId,vaultId,region,modelInit.*}` | its `modelInit` and `servingSidecar` |
 | | entries (config/chart/ome_agent.yaml), with the same image |
@@ -29,15 +31,16 @@ generator only turns chosen fields into values:
 | `modelAgent.enabled` | the model agent DaemonSet and its RBAC (config/modelagent) |
 
 A structured value (`ome.controller.lifecycle`, `.rollout`, `.coordination`, `.eventRecorder`,
-`ome.omeAgent`) writes its entry as Helm's `toJson` does (compact, keys sorted, a field set to null left
-out); set to null it writes none, and a JSON string under `ome.inferenceserviceConfig` with the same key
-(the pre-v1.3 way) is used instead.
+`.podDisruptionBudget`, `ome.omeAgent`) writes its entry as Helm's `toJson` does (compact, keys sorted, a
+field set to null left out); set to null it writes none, and a JSON string under `ome.inferenceserviceConfig`
+with the same key (the pre-v1.3 way) is used instead.
 
 With the default values, `helm template` renders exactly the objects of `config/default` plus the
 `benchmarkjob-config` ConfigMap, except for what the docs give the chart but not the kustomize manifests
 (`config/chart/`): the `lifecycle` keys of lifecycle.yaml, the `rollout`, `coordination`, `eventRecorder`,
-`modelInit` and `servingSidecar` entries; `omeAgent` is written in v1.3's flat form. `render_defaults`
-renders these constructs in Python for the unit tests, which check it against the real `helm template`.
+`podDisruptionBudget`, `modelInit` and `servingSidecar` entries; `omeAgent` is written in v1.3's flat form.
+`render_defaults` renders these constructs in Python for the unit tests, which check it against the real
+`helm template`.
 Templates are written as YAML with sentinel strings, replaced by template text afterwards.
 
 The modules: `manifests` reads config/; `chart_values` makes the default values and, in Python, the

@@ -14,6 +14,7 @@ from ome.cmd.chartgen.manifests import (
     chart_event_recorder,
     chart_lifecycle,
     chart_ome_agent,
+    chart_pod_disruption_budget,
     load,
     manager_doc,
 )
@@ -89,6 +90,7 @@ def default_values() -> Obj:
     controller["rollout"] = dict(chart_controller()["rollout"])
     controller["coordination"] = chart_coordination()
     controller["eventRecorder"] = chart_event_recorder()
+    controller["podDisruptionBudget"] = chart_pod_disruption_budget()
     for path in EXTRA_LISTS.values():
         _set(values, path, [])
     agent = json.loads(data["omeAgent"])
@@ -116,7 +118,7 @@ def chart_entries(values: Obj) -> dict[str, str]:
     ome = values["ome"]
     controller = ome["controller"]
     entries = {k: str(v) for k, v in (ome.get("inferenceserviceConfig") or {}).items()}
-    for key in ("lifecycle", "rollout", "coordination", "eventRecorder"):
+    for key in ("lifecycle", "rollout", "coordination", "eventRecorder", "podDisruptionBudget"):
         if controller.get(key):
             entries[key] = go_json(controller[key])
     agent = ome.get("omeAgent")

@@ -18,6 +18,7 @@ from ome.cmd.chartgen.manifests import (
     chart_event_recorder,
     chart_lifecycle,
     chart_ome_agent,
+    chart_pod_disruption_budget,
     load,
 )
 from ome.controllers.benchmarkjob import builder as benchmark
@@ -33,12 +34,13 @@ def config_default_objects() -> list[Obj]:
         docs += copy.deepcopy(load(*parts))
     config = next(d for d in docs if d["metadata"]["name"] == "inferenceservice-config")
     data = config["data"]
-    # config/chart/: the chart's lifecycle keys, rollout, coordination and eventRecorder entries; omeAgent in
-    # v1.3's form.
+    # config/chart/: the chart's lifecycle keys, rollout, coordination, eventRecorder and podDisruptionBudget
+    # entries; omeAgent in v1.3's form.
     data["lifecycle"] = go_json({**json.loads(data["lifecycle"]), **chart_lifecycle()})
     data["rollout"] = go_json(chart_controller()["rollout"])
     data["coordination"] = go_json(chart_coordination())
     data["eventRecorder"] = go_json(chart_event_recorder())
+    data["podDisruptionBudget"] = go_json(chart_pod_disruption_budget())
     agent = json.loads(data["omeAgent"])
     data["omeAgent"] = go_json({**agent.pop("metadataJob", {}), **agent})
     oci = chart_ome_agent()

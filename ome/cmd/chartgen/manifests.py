@@ -50,6 +50,12 @@ def chart_event_recorder() -> Obj:
     return dict(load("chart", "event_recorder.yaml")[0])
 
 
+def chart_pod_disruption_budget() -> Obj:
+    """The chart's `podDisruptionBudget` entry (config/chart/pod_disruption_budget.yaml), the value
+    `ome.controller.podDisruptionBudget`; config/configmap has none, so a manifest install has no defaults."""
+    return dict(load("chart", "pod_disruption_budget.yaml")[0])
+
+
 def chart_ome_agent() -> Obj:
     """config/chart/ome_agent.yaml: the chart's OCI settings and model-init resources under ome.omeAgent."""
     return dict(load("chart", "ome_agent.yaml")[0])

@@ -177,6 +177,9 @@ _ENTRIES_TEMPLATE: Final = """\
   {{- with .Values.ome.controller.eventRecorder }}
   {{- $_ := set $entries "eventRecorder" (toJson .) }}
   {{- end }}
+  {{- with .Values.ome.controller.podDisruptionBudget }}
+  {{- $_ := set $entries "podDisruptionBudget" (toJson .) }}
+  {{- end }}
   {{- with .Values.ome.omeAgent }}
   {{- $image := printf "%s:%s" .image (.tag | default "" | toString) }}
   {{- $job := deepCopy (.metadataJob | default dict) }}

@@ -9,9 +9,9 @@ from typing import Any
 
 from ome.api import resources as r
 from ome.api.resources import Resource
-from ome.config import inferenceservice_config as cfg
 from ome.controllers.autoscaler import reconciler as rec
 from tests.unit.autoscaler.test_reconciler import (
+    CHART_CONFIG,
     NOW,
     REQ,
     FakeRecorder,
@@ -62,7 +62,7 @@ def _with_progress(world: StaleCache, progress: dict[str, int]) -> rec.Autoscale
     """The autoscaler over `world`, told the informers' progress from `progress["seen"]`."""
     return rec.AutoscalerReconciler(
         reader=world, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
-        config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
+        config=CHART_CONFIG, features=rec.Features(keda_served=True, policy_enabled=False),
         entries=world.entries, clock=lambda: NOW, seen=lambda res, namespace, labels: progress["seen"],
     )
 

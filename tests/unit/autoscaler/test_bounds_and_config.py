@@ -74,8 +74,13 @@ def test_replica_default_errors(deploy: str, message: str) -> None:
     assert str(caught.value) == f"Failed to initialize deployment configuration: {message}"
 
 
-def test_pdb_defaults_chart_without_the_key_none_for_a_left_out_or_null_mode() -> None:
-    assert cfg.parse({}).pod_disruption_budget.for_mode("RawDeployment") == pdb_config.PDBPolicy(maxUnavailable=1)
+def test_pdb_defaults_none_without_the_key_or_for_a_left_out_or_null_mode() -> None:
+    # No key, as config/configmap ships it (a manifest install): no mode has a default.
+    without = cfg.parse({}).pod_disruption_budget
+    assert without == pdb_config.PDBConfig()
+    assert without.for_mode("RawDeployment") is None and without.for_mode("OMENative") is None
+    chart = cfg.parse({"podDisruptionBudget": '{"omeNative":{"maxUnavailable":1},"rawDeployment":{"maxUnavailable":1}}'})
+    assert chart.pod_disruption_budget == pdb_config.CHART_PDB
     parsed = cfg.parse({"podDisruptionBudget": '{"omeNative": null, "rawDeployment": {"maxUnavailable": "25%"}}'})
     assert parsed.pod_disruption_budget.for_mode("RawDeployment") == pdb_config.PDBPolicy(maxUnavailable="25%")
     assert parsed.pod_disruption_budget.for_mode("OMENative") is None

@@ -12,6 +12,7 @@ import pytest
 from ome.api import resources as r
 from ome.api.resources import Resource
 from ome.config import inferenceservice_config as cfg
+from ome.config import pdb_config
 from ome.controllers.autoscaler import reconciler as rec
 from ome.controllers.autoscaler.entries import AutoscalerEntries
 from ome.framework import errors
@@ -28,6 +29,8 @@ NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
 TRIGGER: Obj = {"type": "cron", "metadata": {"timezone": "UTC", "start": "0 9 * * *", "end": "0 17 * * *",
                                              "desiredReplicas": "1"}}
 PROVIDERS = '{"metricProviders": {"cluster-prometheus": {"serverAddress": "http://ome-prometheus.ome.svc:9090"}}}'
+CHART_CONFIG = cfg.InferenceServiceConfig(podDisruptionBudget=pdb_config.CHART_PDB)
+"""A chart install's budgets (each mode maxUnavailable: 1), the default of these tests' reconcilers."""
 
 
 class World(FakeWorld):
@@ -85,7 +88,7 @@ def _reconciler(world: World, recorder: FakeRecorder | None = None, *, keda: boo
                 config: cfg.InferenceServiceConfig | None = None) -> rec.AutoscalerReconciler:
     return rec.AutoscalerReconciler(
         reader=world, writer=world, recorder=recorder or FakeRecorder(),  # type: ignore[arg-type]
-        config=config or cfg.InferenceServiceConfig(),
+        config=config or CHART_CONFIG,
         features=rec.Features(keda_served=keda, policy_enabled=policy), entries=world.entries, clock=lambda: NOW,
     )
 
@@ -346,6 +349,27 @@ async def test_removed_component_loses_its_autoscaler_and_budget() -> None:
     assert _names(world, r.HPAS) == {"llama-engine"} and _names(world, r.PDBS) == {"llama-engine"}
 
 
+async def test_without_the_key_a_component_that_sets_no_budget_gets_none() -> None:
+    """A manifest install: inferenceservice-config has no podDisruptionBudget, so no mode has a default;
+    a component that sets a field still gets its budget."""
+    world = World()
+    _put_isvc(world, router={"maxUnavailable": 2})
+    manifests = cfg.parse({})
+    await _reconciler(world, config=manifests).reconcile(REQ)
+    assert _names(world, r.HPAS) == {"llama-engine", "llama-router"}
+    assert _names(world, r.PDBS) == {"llama-router"}
+    router = world.get_or_none(r.PDBS, "llama-router", "demo")
+    assert router is not None and router["spec"]["maxUnavailable"] == 2
+
+
+async def test_a_key_with_only_raw_deployment_gives_omenative_no_budget() -> None:
+    world = World()
+    _put_isvc(world, deploymentMode="OMENative")
+    raw_only = cfg.parse({"podDisruptionBudget": '{"rawDeployment": {"maxUnavailable": 1}}'})
+    await _reconciler(world, config=raw_only).reconcile(REQ)
+    assert _names(world, r.HPAS) == {"llama-engine"} and _names(world, r.PDBS) == set()
+
+
 async def test_a_mode_without_default_budget_deletes_our_pdb() -> None:
     world = World()
     _put_isvc(world)
@@ -452,7 +476,7 @@ async def test_a_count_written_since_the_cache_was_read_is_never_overwritten() -
     reader = StaleCache()
     reconciler = rec.AutoscalerReconciler(
         reader=reader, writer=world, recorder=FakeRecorder(),  # type: ignore[arg-type]
-        config=cfg.InferenceServiceConfig(), features=rec.Features(keda_served=True, policy_enabled=False),
+        config=CHART_CONFIG, features=rec.Features(keda_served=True, policy_enabled=False),
         entries=world.entries, clock=lambda: NOW)
     reader.objects = world.objects
     with pytest.raises(errors.Conflict):

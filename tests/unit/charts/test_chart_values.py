@@ -12,7 +12,11 @@ manager acts on what it renders.
 - `ome.omeAgent.*` (serve-models-from-pvc.md: "The metadata Job's settings are values of the `ome-resources`
   chart, under `ome.omeAgent.metadataJob`"; install.md: the ome-agent image, `ome.omeAgent.image` and
   `ome.omeAgent.tag`, runs the "optional `model-init` and `serving-sidecar` containers, and metadata Jobs";
-  v1.3's chart fills the `modelInit` and `servingSidecar` entries from `ome.omeAgent`'s OCI settings).
+  v1.3's chart fills the `modelInit` and `servingSidecar` entries from `ome.omeAgent`'s OCI settings);
+- `ome.controller.podDisruptionBudget` (configure-pod-disruption-budgets.md: "Since v1.3, the ome-resources
+  chart sets the RawDeployment and OMENative defaults to maxUnavailable: 1"; "A mode that you leave out keeps
+  the chart's maxUnavailable: 1. To turn a mode's default off, set the mode to null"; Helm merges values, so
+  a mode given only minAvailable keeps maxUnavailable: 1 unless `maxUnavailable: null`).
 
 helm is the one built into the control plane's bin directory (ome/devcluster/build_control_plane.sh); the
 generator's Python rendering (`chartgen.rendering.render_defaults`) is checked against it for the same values.
@@ -26,6 +30,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from ome.cmd import manager, wiring
@@ -34,7 +39,9 @@ from ome.cmd.chartgen.chart_values import default_values
 from ome.cmd.chartgen.manifests import object_key
 from ome.cmd.chartgen.rendering import render_defaults
 from ome.config import inferenceservice_config as cfg
+from ome.config import pdb_config
 from ome.controllers.modelmetadata import job as metadata_job
+from ome.devcluster.operator_config import chart_pdb_entry
 from ome.devcluster.paths import bin_dir
 from ome.resolution import quota_governance
 from ome.webhooks import pod_mutation
@@ -151,6 +158,45 @@ def test_rollout_default_ready_timeout(tmp_path: Path) -> None:
     assert "rollout" not in none and cfg.parse(none).rollout.ready_timeout_seconds is None
 
 
+def _budgets(tmp_path: Path, value: Any) -> dict[str, str]:
+    return data(helm_template(tmp_path, {"ome": {"controller": {"podDisruptionBudget": value}}}))
+
+
+def test_the_chart_defaults_both_modes_to_max_unavailable_1(tmp_path: Path) -> None:
+    entry = data(helm_template(tmp_path))["podDisruptionBudget"]
+    assert entry == '{"omeNative":{"maxUnavailable":1},"rawDeployment":{"maxUnavailable":1}}'
+    assert cfg.parse({"podDisruptionBudget": entry}).pod_disruption_budget == pdb_config.CHART_PDB
+    assert chart_pdb_entry() == {"podDisruptionBudget": entry}  # what the benches and the chaos harness install
+
+
+def test_budget_values_render_as_the_docs_say(tmp_path: Path) -> None:
+    # The Helm tab's values: RawDeployment 25%, OMENative keeps the chart's default. The entry is the JSON the
+    # kubectl tab writes and the final check prints.
+    kept = _budgets(tmp_path, {"rawDeployment": {"maxUnavailable": "25%"}})
+    assert kept["podDisruptionBudget"] == '{"omeNative":{"maxUnavailable":1},"rawDeployment":{"maxUnavailable":"25%"}}'
+    # `omeNative: null` turns that mode's default off: left out of the entry, so it has none.
+    off = _budgets(tmp_path, {"rawDeployment": {"maxUnavailable": "25%"}, "omeNative": None})
+    assert off["podDisruptionBudget"] == '{"rawDeployment":{"maxUnavailable":"25%"}}'
+    budgets = cfg.parse(off).pod_disruption_budget
+    assert budgets.for_mode("RawDeployment") == pdb_config.PDBPolicy(maxUnavailable="25%")
+    assert budgets.for_mode("OMENative") is None
+    # Only minAvailable: Helm keeps the chart's maxUnavailable beside it, and the manager refuses the entry.
+    both = _budgets(tmp_path, {"rawDeployment": {"minAvailable": "50%"}})
+    with pytest.raises(cfg.ConfigError) as caught:
+        cfg.parse(both)
+    assert str(caught.value) == (
+        "fails to create InferenceServicesConfig: exactly one of podDisruptionBudget.rawDeployment.minAvailable "
+        "or podDisruptionBudget.rawDeployment.maxUnavailable must be set")
+    cleared = _budgets(tmp_path, {"rawDeployment": {"minAvailable": "50%", "maxUnavailable": None}})
+    assert json.loads(cleared["podDisruptionBudget"])["rawDeployment"] == {"minAvailable": "50%"}
+    assert cfg.parse(cleared).pod_disruption_budget.for_mode("RawDeployment") == pdb_config.PDBPolicy(
+        minAvailable="50%")
+    # The whole value null: no entry, so no defaults, as on a manifest install.
+    none = data(helm_template(tmp_path, None, "--set", "ome.controller.podDisruptionBudget=null"))
+    assert "podDisruptionBudget" not in none
+    assert cfg.parse(none).pod_disruption_budget == pdb_config.PDBConfig()
+
+
 def test_ome_agent_values_reach_the_metadata_job(tmp_path: Path) -> None:
     rendered = data(helm_template(tmp_path, {"ome": {"omeAgent": {
         "image": "registry.example.com/ome-agent", "tag": "v1.3.1",
@@ -209,10 +255,13 @@ def test_the_generators_rendering_agrees_with_helm(tmp_path: Path) -> None:
     values["ome"]["omeAgent"]["metadataJob"]["ttlSecondsAfterFinished"] = 60
     values["ome"]["omeAgent"]["region"] = "eu-frankfurt-1"
     values["ome"]["omeAgent"]["modelInit"]["memoryLimit"] = None
+    controller["podDisruptionBudget"] = {"rawDeployment": {"minAvailable": "50%", "maxUnavailable": None},
+                                         "omeNative": None}
     by_helm = helm_template(tmp_path, values)
     by_python = python_rendered(values)
     assert by_helm[CONFIGMAP] == by_python[CONFIGMAP]
     assert args(by_helm) == args(by_python)
     assert "--accelerator-resources=google.com/tpu" in args(by_helm)
+    assert data(by_helm)["podDisruptionBudget"] == '{"rawDeployment":{"minAvailable":"50%"}}'
     defaults = default_values()
     assert helm_template(tmp_path)[CONFIGMAP] == python_rendered(defaults)[CONFIGMAP]

@@ -89,7 +89,8 @@ def test_every_value_is_a_template_and_the_whole_config_is_values() -> None:
     template = (CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
     for path in (".Values.ome.inferenceserviceConfig", ".Values.ome.controller.lifecycle",
                  ".Values.ome.controller.rollout", ".Values.ome.controller.coordination",
-                 ".Values.ome.controller.eventRecorder", ".Values.ome.omeAgent"):
+                 ".Values.ome.controller.eventRecorder", ".Values.ome.controller.podDisruptionBudget",
+                 ".Values.ome.omeAgent"):
         assert path in template
 
 
@@ -283,3 +284,37 @@ def test_extra_env_volumes_and_mounts_are_appended_after_the_charts_own() -> Non
     assert names.index("cert") < names.index("corp-ca") and pod["volumes"][-1] == volume
     default = _manager_pod()["containers"][0]["volumeMounts"]
     assert container["volumeMounts"] == [*default, mount]
+
+
+def test_the_chart_writes_the_default_budgets_and_config_does_not() -> None:
+    """configure-pod-disruption-budgets.md: "Since v1.3, the ome-resources chart sets the RawDeployment and
+    OMENative defaults to maxUnavailable: 1 ... A manifest install has no defaults". The value
+    `ome.controller.podDisruptionBudget` is written as the `podDisruptionBudget` entry with toJson; a mode or
+    field set to null is left out, a null value (or both modes null) leaves the entry out."""
+    from ome.config import inferenceservice_config as cfg
+    from ome.config import pdb_config
+
+    values = yaml.safe_load((CHARTS / "ome-resources" / "values.yaml").read_text())
+    assert values["ome"]["controller"]["podDisruptionBudget"] == {"rawDeployment": {"maxUnavailable": 1},
+                                                                   "omeNative": {"maxUnavailable": 1}}
+    template = (CHARTS / "ome-resources" / "templates" / "inferenceservice-config.yaml").read_text()
+    assert "{{- with .Values.ome.controller.podDisruptionBudget }}" in template
+    assert '{{- $_ := set $entries "podDisruptionBudget" (toJson .) }}' in template
+    cm = by_key(render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
+    assert cm["data"]["podDisruptionBudget"] == '{"omeNative":{"maxUnavailable":1},"rawDeployment":{"maxUnavailable":1}}'
+    assert cfg.parse(cm["data"]).pod_disruption_budget == pdb_config.CHART_PDB
+
+    def entries(budgets: Obj | None) -> dict[str, str]:
+        changed = default_values()
+        changed["ome"]["controller"]["podDisruptionBudget"] = budgets
+        rendered = by_key(render_defaults(values=changed))
+        return dict(rendered[("ConfigMap", "ome", "inferenceservice-config")]["data"])
+
+    native_off = entries({"rawDeployment": {"maxUnavailable": "25%"}, "omeNative": None})
+    assert native_off["podDisruptionBudget"] == '{"rawDeployment":{"maxUnavailable":"25%"}}'
+    assert cfg.parse(native_off).pod_disruption_budget.for_mode("OMENative") is None
+    assert "podDisruptionBudget" not in entries(None)
+    assert "podDisruptionBudget" not in entries({"rawDeployment": None, "omeNative": None})
+    kustomize = yaml.safe_load((CONFIG / "configmap" / "inferenceservice-config.yaml").read_text())
+    assert "podDisruptionBudget" not in kustomize["data"]
+    assert cfg.parse(kustomize["data"]).pod_disruption_budget == pdb_config.PDBConfig()

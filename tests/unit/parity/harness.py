@@ -20,6 +20,7 @@ from typing import Any
 
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
+from ome.config.pdb_config import CHART_PDB
 from ome.controllers.autoscaler import decide as autoscaler_decide
 from ome.resolution import (
     accelerators,
@@ -71,6 +72,10 @@ def render(case: Mapping[str, Any]) -> Rendered:
     isvc = _isvc(inputs["isvc"])
     reader = FakeReader(*((_KINDS[o["kind"]], copy.deepcopy(o)) for o in inputs.get("objects") or []))
     config = parse(inputs["config"]) if inputs.get("config") else InferenceServiceConfig()
+    if "podDisruptionBudget" not in (inputs.get("config") or {}):
+        # A chart install's budgets (each mode maxUnavailable: 1), as v0.1.5 gave every RawDeployment
+        # component; without the key, as on a manifest install, v1.3 gives none.
+        config = config.model_copy(update={"pod_disruption_budget": CHART_PDB})
     model = models.resolve_model(reader, isvc)
     runtime = runtimes.resolve_runtime(reader, isvc, model)
     source = ModelSource.from_object(model.kind, model.obj) if model is not None else None

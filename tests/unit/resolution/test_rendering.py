@@ -6,14 +6,16 @@ from typing import Any
 
 import pytest
 
-from ome.config.inferenceservice_config import InferenceServiceConfig
+from ome.config.inferenceservice_config import InferenceServiceConfig, parse
+from ome.config.pdb_config import CHART_PDB
 from ome.controllers.autoscaler import decide as autoscaler_decide
 from ome.resolution import modes, naming, objects, workloads
 from ome.resolution.components import RUNTIME_CONFIG_KEYS, ComponentPlan, ModelSource, build_plans
 from tests.unit.resolution import builders
 
 Obj = dict[str, Any]
-CONFIG = InferenceServiceConfig()
+# The chart's settings: with its default budgets (each mode maxUnavailable: 1), as the docs' objects are.
+CONFIG = InferenceServiceConfig(podDisruptionBudget=CHART_PDB)
 MODEL = ModelSource.from_object("ClusterBaseModel", builders.model())
 
 
@@ -21,14 +23,14 @@ def _plans(isvc: Obj, runtime: Obj | None = None) -> list[ComponentPlan]:
     return build_plans(isvc, runtime or builders.runtime(), MODEL, CONFIG, runtime_name="vllm-llama")
 
 
-def _render(isvc: Obj, *, lws: bool = False) -> dict[tuple[str, str], Obj]:
+def _render(isvc: Obj, *, lws: bool = False, config: InferenceServiceConfig = CONFIG) -> dict[tuple[str, str], Obj]:
     """The workload (InferenceService controller) and the autoscaler and budget (autoscaler controller)."""
     out = {}
     runtime_spec = builders.runtime()["spec"]
     for plan in _plans(isvc):
-        rendered = workloads.render_component(isvc, plan, CONFIG, lws_served=lws)
+        rendered = workloads.render_component(isvc, plan, config, lws_served=lws)
         runtime_component = runtime_spec.get(RUNTIME_CONFIG_KEYS[plan.component]) or {}
-        rendered += autoscaler_decide.desired_objects(isvc, plan, runtime_component, CONFIG)
+        rendered += autoscaler_decide.desired_objects(isvc, plan, runtime_component, config)
         for obj in rendered:
             out[(obj["kind"], obj["metadata"]["name"])] = obj
     return out
@@ -77,6 +79,25 @@ def test_pdb_budget(engine: Obj, budget: Obj) -> None:
     pdb = _render(builders.isvc(engine=engine))[("PodDisruptionBudget", "llama-engine")]
     assert {k: v for k, v in pdb["spec"].items() if k != "selector"} == budget
     assert pdb["spec"]["selector"] == {"matchLabels": {"app": "llama-engine"}}
+
+
+@pytest.mark.parametrize("mode", [modes.RAW_DEPLOYMENT, modes.OMENATIVE])
+def test_without_the_key_only_a_component_that_sets_a_budget_gets_one(mode: str) -> None:
+    """A manifest install: config/configmap has no podDisruptionBudget key, so no mode has a default."""
+    manifests = parse({})
+    assert ("PodDisruptionBudget", "llama-engine") not in _render(builders.isvc(deploymentMode=mode),
+                                                                  config=manifests)
+    rendered = _render(builders.isvc(deploymentMode=mode, engine={"minAvailable": 1}), config=manifests)
+    assert rendered[("PodDisruptionBudget", "llama-engine")]["spec"]["minAvailable"] == 1
+
+
+def test_a_key_with_only_raw_deployment_gives_omenative_components_no_budget() -> None:
+    raw_only = parse({"podDisruptionBudget": '{"rawDeployment": {"maxUnavailable": "25%"}}'})
+    native = _render(builders.isvc(deploymentMode=modes.OMENATIVE), config=raw_only)
+    assert ("InferenceReplica", "llama-engine") in native
+    assert ("PodDisruptionBudget", "llama-engine") not in native
+    raw = _render(builders.isvc(), config=raw_only)[("PodDisruptionBudget", "llama-engine")]
+    assert raw["spec"]["maxUnavailable"] == "25%"
 
 
 def test_deployment_labels_selector_owner_and_replicas_left_to_hpa() -> None:
