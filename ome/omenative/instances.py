@@ -400,7 +400,13 @@ def fail(ctx: Context, row: Row, failure: Row, cause: str, out: Plan) -> Row:
 def instance_failed_message(ctx: Context, index: int, pod: str, cause: str) -> str:
     """The InstanceFailed warning (troubleshoot-an-inferenceservice.md §Instances fail): names the Instance
     and its pod, and ends with the cause (a kubelet reason, `Unschedulable: ...`, `DeadlineExceeded: ...`)."""
-    return (f"InferenceReplica {ctx.replica} component={ctx.component} instance={index} escalated to "
+    return failed_message(ctx.replica, ctx.component, index, pod, cause)
+
+
+def failed_message(replica: str, component: str, index: int, pod: str, cause: str) -> str:
+    """`instance_failed_message` for a writer without a Context (`replica` is namespace/name): the
+    rollout's update attempts fail Instances too."""
+    return (f"InferenceReplica {replica} component={component} instance={index} escalated to "
             f'Phase=Failed (pod="{pod}"): {cause}')
 
 

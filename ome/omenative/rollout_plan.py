@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ome.omenative import instance_names as names
+from ome.omenative import instances
 from ome.omenative import rollout_budget as budget
 from ome.omenative import rollout_clock as clock
 from ome.omenative import rollout_gang as gang
@@ -397,6 +398,20 @@ def fail_block(
     return retry.replace(blocks, block, target) if target == inp.update_revision else blocks
 
 
+def announce_failed(inp: Inputs, row: Row, failure: Row, out: Plan) -> None:
+    """The InstanceFailed warning of an update attempt that leaves its Instance Failed (its old pods are
+    gone), as the replica controller's own operations record one: the cause is the kubelet reason, the
+    refusal, `Unschedulable` or the missed deadline."""
+    reason = str(failure["reason"])
+    if reason == "DeadlineExceeded":
+        op = row.get("operation") or {}
+        step = f"{op.get('type', 'Update')}/{op.get('step', '')}"
+        reason = f"DeadlineExceeded: {step} not Ready by its deadline"
+    message = instances.failed_message(f"{inp.namespace}/{inp.replica}", inp.component, int(row["index"]),
+                                       str(failure.get("podName") or ""), reason)
+    out.events.append(("Warning", "InstanceFailed", message))
+
+
 def succeeded_block(target: str, blocks: list[retry.Block]) -> list[retry.Block]:
     block = retry.find(blocks, target)
     if block is not None and block.get("state") == retry.IN_PROGRESS:
@@ -500,6 +515,7 @@ def step_drain(
     row = clock.held_clock(inp, row, current)
     failure = clock.attempt_failure(inp, row, current, out)
     if failure is not None:
+        announce_failed(inp, row, failure, out)
         return {**row, "phase": "Failed", "lastFailure": failure}, fail_block(
             inp, target, failure, blocks, out
         )
@@ -548,6 +564,7 @@ def step_in_place(
         return row, blocks
     failure = clock.attempt_failure(inp, row, current, out)
     if failure is not None:
+        announce_failed(inp, row, failure, out)
         new = {**row, "phase": "Failed", "lastFailure": failure, "runningRevision": target}
         return new, fail_block(inp, target, failure, blocks, out)
     open_when_ready(current, 1, out)

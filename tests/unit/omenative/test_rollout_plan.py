@@ -624,3 +624,26 @@ def test_an_unschedulable_surge_pod_stops_the_operation_clock() -> None:
     resumed = rp.plan(inputs([row], [pod(0), placed], now=late))
     op = resumed.rows[0]["operation"]
     assert "waiting" not in op and op["deadline"] == format_time(late + timedelta(minutes=30))
+
+
+def test_a_recreate_whose_new_pod_cannot_pull_fails_the_instance_with_an_instance_failed_event() -> None:
+    """The old pod is gone, so the Instance is Failed, and the InferenceService gets the InstanceFailed
+    warning the replica controller's own operations record (troubleshoot: InstanceFailed ends with the
+    kubelet reason)."""
+    rows, pods = three()
+    moving = rp.plan(inputs(rows, pods, type_="RecreatePod", max_unavailable=1)).rows[0]
+    gone = rp.plan(inputs([moving, *rows[1:]], pods[1:], type_="RecreatePod", max_unavailable=1)).rows[0]
+    bad = pod(0, digest=H_NEW, incarnation=2, gate=None, waiting="ImagePullBackOff")
+    out = rp.plan(inputs([gone, *rows[1:]], [bad, *pods[1:]], type_="RecreatePod", max_unavailable=1))
+    assert out.rows[0]["phase"] == "Failed"
+    failed = [m for kind, reason, m in out.events if (kind, reason) == ("Warning", "InstanceFailed")]
+    assert failed == ['InferenceReplica prod/chat-engine component=engine instance=0 escalated to '
+                      'Phase=Failed (pod="chat-engine-0-default-0"): ImagePullBackOff']
+
+
+def test_a_surge_whose_new_pod_cannot_pull_records_no_instance_failed() -> None:
+    """A surge keeps the old pod serving: the Instance stays Ready, so nothing escalated to Failed."""
+    bad = pod(0, 1, digest=H_NEW, gate=None, waiting="ImagePullBackOff", created=NOW - timedelta(seconds=20))
+    out = rp.plan(inputs([surging()], [pod(0), bad]))
+    assert out.rows[0]["phase"] == "Ready"
+    assert [r for _, r, _ in out.events if r == "InstanceFailed"] == []
