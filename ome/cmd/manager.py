@@ -256,6 +256,9 @@ async def run(args: argparse.Namespace) -> int:
         except LeaderElectionLost as exc:
             log.error("Failed to start manager", error=str(exc))  # the documented line; then exit 1
             return 1
+        except OSError as exc:  # e.g. a metrics, probe or webhook address in use: a clear line, no traceback
+            log.error("Failed to start manager", error=str(exc))
+            return 1
         finally:
             try:
                 await wiring.unregister_webhooks(client, registered)

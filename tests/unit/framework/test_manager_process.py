@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -66,3 +67,34 @@ async def test_sigterm_during_the_first_cache_sync_exits_0_without_starting_cont
     assert proc.returncode == 0, log[-3000:]
     assert "Traceback" not in log and "starting controllers" not in log
     assert took < 10, f"stopped {took:.1f}s after SIGTERM"
+
+
+async def test_a_metrics_address_in_use_exits_1_with_the_start_error_and_no_traceback(
+    fake: FakeApiServer, tmp_path: Path
+) -> None:
+    config = yaml.safe_load(CONFIG.read_text())
+    config["metadata"]["namespace"] = "ome"
+    fake.add(resources.CONFIGMAPS, config)
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "ome.cmd.manager", "--kubeconfig", str(kubeconfig(tmp_path / "kc", fake.url)),
+            "--webhook-port", "0", "--metrics-bind-address", f"127.0.0.1:{port}",
+            "--health-probe-bind-address", "0", "--log-format", "console", cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), 120)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    finally:
+        taken.close()
+    log = out.decode()
+    assert proc.returncode == 1, log[-3000:]
+    assert "Failed to start manager" in log and "address already in use" in log, log[-3000:]
+    assert "Traceback" not in log
