@@ -321,10 +321,7 @@ def check_deadline(
         return row  # a hold stops the operation's clock (ome.omenative.operation_holds)
     if ctx.now >= deadline:
         failure = deadline_failure(ctx, expected or set(), list(pods))
-        operation = row.get("operation") or {}
-        cause = (f"DeadlineExceeded: {operation.get('type', 'Create')}/{operation.get('step', '')} not Ready "
-                 f"by its deadline ({failure['reason']})")
-        return fail(ctx, row, failure, cause, out)
+        return fail(ctx, row, failure, deadline_cause(row, "Create", failure["reason"]), out)
     out.wake((deadline - ctx.now).total_seconds())
     return row
 
@@ -401,6 +398,13 @@ def instance_failed_message(ctx: Context, index: int, pod: str, cause: str) -> s
     """The InstanceFailed warning (troubleshoot-an-inferenceservice.md §Instances fail): names the Instance
     and its pod, and ends with the cause (a kubelet reason, `Unschedulable: ...`, `DeadlineExceeded: ...`)."""
     return failed_message(ctx.replica, ctx.component, index, pod, cause)
+
+
+def deadline_cause(row: Row, default_type: str, detail: str | None = None) -> str:
+    """The InstanceFailed cause of a missed deadline: the operation and step, and what was short."""
+    operation = row.get("operation") or {}
+    step = f"{operation.get('type', default_type)}/{operation.get('step', '')}"
+    return f"DeadlineExceeded: {step} not Ready by its deadline" + (f" ({detail})" if detail else "")
 
 
 def failed_message(replica: str, component: str, index: int, pod: str, cause: str) -> str:

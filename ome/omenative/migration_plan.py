@@ -42,7 +42,8 @@ from typing import Any, Final
 from ome.omenative import instance_names as names
 from ome.omenative import migration_events as ev
 from ome.omenative import rollout_types as rt
-from ome.omenative.pods_view import TERMINAL_WAITING_REASONS, format_time, go_duration, parse_time
+from ome.omenative.pods_view import TERMINAL_WAITING_REASONS as WEDGED
+from ome.omenative.pods_view import format_time, go_duration, parse_time
 from ome.omenative.revisions import RevisionData
 from ome.omenative.rollout_pods import RolloutPod, serving_for
 
@@ -58,7 +59,6 @@ MIGRATE: Final = "Migrate"
 SOURCE_STEP: Final = "MigrationSource"
 SURGE_STEP: Final = "MigrationSurge"
 CLEANUP_STEP: Final = "MigrationSurgeCleanup"
-WEDGED: Final = TERMINAL_WAITING_REASONS
 
 _HOSTNAME: Final = "kubernetes.io/hostname"
 NEVER_MESSAGE: Final = ev.NEVER_MESSAGE

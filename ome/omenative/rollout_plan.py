@@ -404,9 +404,7 @@ def announce_failed(inp: Inputs, row: Row, failure: Row, out: Plan) -> None:
     refusal, `Unschedulable` or the missed deadline."""
     reason = str(failure["reason"])
     if reason == "DeadlineExceeded":
-        op = row.get("operation") or {}
-        step = f"{op.get('type', 'Update')}/{op.get('step', '')}"
-        reason = f"DeadlineExceeded: {step} not Ready by its deadline"
+        reason = instances.deadline_cause(row, "Update")
     message = instances.failed_message(f"{inp.namespace}/{inp.replica}", inp.component, int(row["index"]),
                                        str(failure.get("podName") or ""), reason)
     out.events.append(("Warning", "InstanceFailed", message))

@@ -57,18 +57,14 @@ def rollout_pod(pod: Mapping[str, Any], node: Mapping[str, Any] | None = None) -
         if reason and reason not in ("ContainerCreating", "PodInitializing"):
             waiting, container = reason, cs.get("name")
             break
-    scheduled = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
-    unschedulable = None
-    if scheduled and scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
-        unschedulable = parse_time(scheduled.get("lastTransitionTime"))
     containers = (pod.get("spec") or {}).get("containers") or []
     return RolloutPod(
         view=base,
-        created=parse_time(meta.get("creationTimestamp")),
+        created=parse_time(base.created),
         grace_ends=deletion_grace_end(meta),
         waiting_reason=waiting,
         container=container,
-        unschedulable_since=unschedulable,
+        unschedulable_since=parse_time(base.unschedulable_since),
         images={str(c.get("name")): str(c.get("image")) for c in containers},
         node_unknown=node_unknown(node),
     )

@@ -17,10 +17,10 @@ from typing import Final
 
 from ome.omenative import rollout_budget as budget
 from ome.omenative import rollout_types as rt
-from ome.omenative.pods_view import TERMINAL_WAITING_REASONS, format_time
+from ome.omenative.pods_view import TERMINAL_WAITING_REASONS as WEDGED
+from ome.omenative.pods_view import format_time
 from ome.omenative.rollout_pods import RolloutPod
 
-WEDGED: Final = TERMINAL_WAITING_REASONS
 HELD_ENTRY: Final = "RepairHeld"
 
 
