@@ -72,7 +72,3 @@ class PDBConfig(Section):
         """The default of a deployment mode (MultiNode has none)."""
         return {"RawDeployment": self.raw_deployment, "OMENative": self.ome_native}.get(mode)
 
-
-# What the ome-resources chart writes with its default values (config/chart/pod_disruption_budget.yaml;
-# tests/unit/charts checks the two agree): for code that models a chart install.
-CHART_PDB: Final = PDBConfig(rawDeployment=PDBPolicy(maxUnavailable=1), omeNative=PDBPolicy(maxUnavailable=1))

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
 from ome.cmd.chartgen.go_format import go_json
 from ome.cmd.chartgen.manifests import chart_pod_disruption_budget
+from ome.config.pdb_config import PDBConfig
 from ome.framework.client import Client
 from ome.framework.resources import CONFIGMAPS
 
@@ -27,6 +28,10 @@ def shipped_configmap(namespace: str, data: dict[str, str] | None = None) -> dic
     return body
 
 
+CHART_PDB: Final = PDBConfig.model_validate(chart_pod_disruption_budget())
+"""The chart's default budgets, parsed: for code that models a chart install (the bench, the e2e support)."""
+
+
 def chart_pdb_entry() -> dict[str, str]:
     """The `podDisruptionBudget` entry the ome-resources chart writes with its default values (each mode
     `maxUnavailable: 1`), as `data` for the two functions here: without it, as on a manifest install, a
@@ -40,4 +45,4 @@ async def install_config(client: Client, namespace: str, data: dict[str, str] | 
     await client.apply(CONFIGMAPS, body, field_manager="ome-installer", force=True)
 
 
-__all__ = ["CONFIGMAP_FILE", "chart_pdb_entry", "install_config", "shipped_configmap"]
+__all__ = ["CHART_PDB", "CONFIGMAP_FILE", "chart_pdb_entry", "install_config", "shipped_configmap"]

@@ -15,9 +15,9 @@ from typing import Any
 
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig
-from ome.config.pdb_config import CHART_PDB
 from ome.controllers.autoscaler import controller as autoscaler_controller
 from ome.controllers.autoscaler.entries import AutoscalerEntries
+from ome.devcluster.operator_config import CHART_PDB
 from ome.framework import errors
 from ome.framework.client import Client
 from ome.framework.controller import Controller

@@ -8,6 +8,7 @@ import pytest
 
 from ome.config import inferenceservice_config as cfg
 from ome.config import pdb_config
+from ome.devcluster.operator_config import CHART_PDB
 from ome.resolution import autoscaling, modes
 from ome.resolution.autoscaling import Bounds
 
@@ -80,7 +81,7 @@ def test_pdb_defaults_none_without_the_key_or_for_a_left_out_or_null_mode() -> N
     assert without == pdb_config.PDBConfig()
     assert without.for_mode("RawDeployment") is None and without.for_mode("OMENative") is None
     chart = cfg.parse({"podDisruptionBudget": '{"omeNative":{"maxUnavailable":1},"rawDeployment":{"maxUnavailable":1}}'})
-    assert chart.pod_disruption_budget == pdb_config.CHART_PDB
+    assert chart.pod_disruption_budget == CHART_PDB
     parsed = cfg.parse({"podDisruptionBudget": '{"omeNative": null, "rawDeployment": {"maxUnavailable": "25%"}}'})
     assert parsed.pod_disruption_budget.for_mode("RawDeployment") == pdb_config.PDBPolicy(maxUnavailable="25%")
     assert parsed.pod_disruption_budget.for_mode("OMENative") is None

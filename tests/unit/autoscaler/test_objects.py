@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from ome.config import pdb_config
+from ome.devcluster.operator_config import CHART_PDB
 from ome.resolution import autoscaler_objects as scalers
 from ome.resolution import autoscaling, disruption, modes
 from ome.resolution.autoscaling import Bounds
@@ -125,7 +126,7 @@ def test_omenative_percentages_round_up() -> None:
 
 
 def test_component_budget_overrides_runtime_field_and_mode_default() -> None:
-    defaults = pdb_config.CHART_PDB
+    defaults = CHART_PDB
     assert disruption.resolve_budget("engine", modes.RAW_DEPLOYMENT, {"minAvailable": "50%"},
                                      {"minAvailable": 1}, defaults) == Budget("minAvailable", "50%")
     assert disruption.resolve_budget("engine", modes.RAW_DEPLOYMENT, {}, {"maxUnavailable": 2},
@@ -139,9 +140,9 @@ def test_component_budget_overrides_runtime_field_and_mode_default() -> None:
 def test_runtime_and_isvc_setting_different_fields_is_a_resolve_error() -> None:
     with pytest.raises(disruption.BudgetError, match="^failed to resolve decoder PodDisruptionBudget"):
         disruption.resolve_budget("decoder", modes.RAW_DEPLOYMENT, {"minAvailable": 1}, {"maxUnavailable": 1},
-                                  pdb_config.CHART_PDB)
+                                  CHART_PDB)
     with pytest.raises(disruption.BudgetError, match="^failed to resolve engine PodDisruptionBudget"):
-        disruption.resolve_budget("engine", modes.RAW_DEPLOYMENT, {}, {"maxUnavailable": "150%"}, pdb_config.CHART_PDB)
+        disruption.resolve_budget("engine", modes.RAW_DEPLOYMENT, {}, {"maxUnavailable": "150%"}, CHART_PDB)
 
 
 def test_pdb_render_per_mode() -> None:

@@ -12,9 +12,9 @@ import pytest
 from ome.api import resources as r
 from ome.api.resources import Resource
 from ome.config import inferenceservice_config as cfg
-from ome.config import pdb_config
 from ome.controllers.autoscaler import reconciler as rec
 from ome.controllers.autoscaler.entries import AutoscalerEntries
+from ome.devcluster.operator_config import CHART_PDB
 from ome.framework import errors
 from ome.framework.reconcile import Request
 from ome.framework.store import OWNER_INDEX
@@ -29,7 +29,7 @@ NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
 TRIGGER: Obj = {"type": "cron", "metadata": {"timezone": "UTC", "start": "0 9 * * *", "end": "0 17 * * *",
                                              "desiredReplicas": "1"}}
 PROVIDERS = '{"metricProviders": {"cluster-prometheus": {"serverAddress": "http://ome-prometheus.ome.svc:9090"}}}'
-CHART_CONFIG = cfg.InferenceServiceConfig(podDisruptionBudget=pdb_config.CHART_PDB)
+CHART_CONFIG = cfg.InferenceServiceConfig(podDisruptionBudget=CHART_PDB)
 """A chart install's budgets (each mode maxUnavailable: 1), the default of these tests' reconcilers."""
 
 

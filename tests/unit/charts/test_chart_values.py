@@ -41,7 +41,7 @@ from ome.cmd.chartgen.rendering import render_defaults
 from ome.config import inferenceservice_config as cfg
 from ome.config import pdb_config
 from ome.controllers.modelmetadata import job as metadata_job
-from ome.devcluster.operator_config import chart_pdb_entry
+from ome.devcluster.operator_config import CHART_PDB, chart_pdb_entry
 from ome.devcluster.paths import bin_dir
 from ome.resolution import quota_governance
 from ome.webhooks import pod_mutation
@@ -165,7 +165,7 @@ def _budgets(tmp_path: Path, value: Any) -> dict[str, str]:
 def test_the_chart_defaults_both_modes_to_max_unavailable_1(tmp_path: Path) -> None:
     entry = data(helm_template(tmp_path))["podDisruptionBudget"]
     assert entry == '{"omeNative":{"maxUnavailable":1},"rawDeployment":{"maxUnavailable":1}}'
-    assert cfg.parse({"podDisruptionBudget": entry}).pod_disruption_budget == pdb_config.CHART_PDB
+    assert cfg.parse({"podDisruptionBudget": entry}).pod_disruption_budget == CHART_PDB
     assert chart_pdb_entry() == {"podDisruptionBudget": entry}  # what the benches and the chaos harness install
 
 

@@ -30,6 +30,7 @@ from ome.cmd.chartgen.manifests import (
 )
 from ome.cmd.chartgen.rendering import render_blocks, render_defaults
 from ome.cmd.chartgen.templates import NS
+from ome.devcluster.operator_config import CHART_PDB
 
 Obj = dict[str, Any]
 
@@ -302,7 +303,7 @@ def test_the_chart_writes_the_default_budgets_and_config_does_not() -> None:
     assert '{{- $_ := set $entries "podDisruptionBudget" (toJson .) }}' in template
     cm = by_key(render_defaults())[("ConfigMap", "ome", "inferenceservice-config")]
     assert cm["data"]["podDisruptionBudget"] == '{"omeNative":{"maxUnavailable":1},"rawDeployment":{"maxUnavailable":1}}'
-    assert cfg.parse(cm["data"]).pod_disruption_budget == pdb_config.CHART_PDB
+    assert cfg.parse(cm["data"]).pod_disruption_budget == CHART_PDB
 
     def entries(budgets: Obj | None) -> dict[str, str]:
         changed = default_values()

@@ -20,8 +20,8 @@ from typing import Any
 
 from ome.api import resources
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
-from ome.config.pdb_config import CHART_PDB
 from ome.controllers.autoscaler import decide as autoscaler_decide
+from ome.devcluster.operator_config import CHART_PDB
 from ome.resolution import (
     accelerators,
     components,

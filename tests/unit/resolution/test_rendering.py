@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from ome.config.inferenceservice_config import InferenceServiceConfig, parse
-from ome.config.pdb_config import CHART_PDB
 from ome.controllers.autoscaler import decide as autoscaler_decide
+from ome.devcluster.operator_config import CHART_PDB
 from ome.resolution import modes, naming, objects, workloads
 from ome.resolution.components import RUNTIME_CONFIG_KEYS, ComponentPlan, ModelSource, build_plans
 from tests.unit.resolution import builders
