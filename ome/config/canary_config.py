@@ -11,20 +11,17 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from ome.config.durations import parse_duration
+from ome.config.section import Section
 
 DEFAULT_QUERY_TIMEOUT: Final = "5s"
 DEFAULT_MAX_CONCURRENCY: Final = 8
 DEFAULT_CACHE_TTL: Final = "2m"
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
-
-
-class RolloutConfig(_Lenient):
+class RolloutConfig(Section):
     default_ready_timeout: str | None = Field(default=None, alias="defaultReadyTimeout")
 
     @property
@@ -33,7 +30,7 @@ class RolloutConfig(_Lenient):
         return value if value and value > 0 else None
 
 
-class CanaryAnalysisConfig(_Lenient):
+class CanaryAnalysisConfig(Section):
     bundled_prometheus_address: str = Field(default="", alias="bundledPrometheusAddress")
     default_provider: str = Field(default="", alias="defaultProvider")
     query_timeout: str = Field(default=DEFAULT_QUERY_TIMEOUT, alias="queryTimeout")

@@ -13,16 +13,13 @@ Two kinds of bad value, as v1.3 treats them (recover-stuck-deletions.md, request
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import Field, StrictInt, StrictStr
 
 from ome.config.durations import is_duration, parse_duration
+from ome.config.section import Section
 
 
-class _Block(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
-
-
-class AuditConfig(_Block):
+class AuditConfig(Section):
     """lifecycle.audit: the migration caps (chart: 10 per 1h, 3 in flight)."""
 
     max_migrations_per_window: StrictInt | None = Field(default=None, alias="maxMigrationsPerWindow")
@@ -39,7 +36,7 @@ class AuditConfig(_Block):
         return per_window, seconds, in_flight
 
 
-class AutoMigrateConfig(_Block):
+class AutoMigrateConfig(Section):
     """lifecycle.autoMigrate: how many times OME relocates an Instance (chart: 3)."""
 
     max_attempts: StrictInt | None = Field(default=None, alias="maxAttempts")
@@ -48,7 +45,7 @@ class AutoMigrateConfig(_Block):
         return self.max_attempts if self.max_attempts is not None and self.max_attempts > 0 else None
 
 
-class ForceDeleteConfig(_Block):
+class ForceDeleteConfig(Section):
     """lifecycle.forceDelete: the stuck-Terminating escalation (chart: not set)."""
 
     overdue_slack: StrictStr | None = Field(default=None, alias="overdueSlack")

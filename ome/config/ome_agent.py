@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from ome.config.section import Section
 
 DEFAULT_IMAGE: Final = "ghcr.io/moirai-internal/ome-agent:v1.3.0"
 DEFAULT_SERVICE_ACCOUNT: Final = "ome-model-metadata"
@@ -19,11 +21,7 @@ DEFAULT_BACKOFF_LIMIT: Final = 2
 DEFAULT_TTL_SECONDS: Final = 3600
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
-
-
-class MetadataJobConfig(_Section):
+class MetadataJobConfig(Section):
     service_account: str = Field(default=DEFAULT_SERVICE_ACCOUNT, alias="serviceAccount")
     memory_request: str = Field(default="256Mi", alias="memoryRequest")
     memory_limit: str = Field(default="512Mi", alias="memoryLimit")
@@ -51,7 +49,7 @@ class MetadataJobConfig(_Section):
         return self.ttl_seconds_after_finished or DEFAULT_TTL_SECONDS
 
 
-class OmeAgentConfig(_Section):
+class OmeAgentConfig(Section):
     image: str = DEFAULT_IMAGE
     """The full reference; the chart joins `ome.omeAgent.image` and `.tag` into it."""
     metadata_job: MetadataJobConfig = Field(default_factory=MetadataJobConfig, alias="metadataJob")

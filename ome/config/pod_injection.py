@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from ome.config.section import Section
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
-
-
-class ServingSidecarConfig(_Section):
+class ServingSidecarConfig(Section):
     image: str = ""
     memory_request: str | None = Field(default=None, alias="memoryRequest")
     memory_limit: str | None = Field(default=None, alias="memoryLimit")
@@ -29,7 +27,7 @@ class ServingSidecarConfig(_Section):
     realm_domain_component: str | None = Field(default=None, alias="realmDomainComponent")
 
 
-class MetricsAggregatorConfig(_Section):
+class MetricsAggregatorConfig(Section):
     enable_metric_aggregation: str = Field(default="false", alias="enableMetricAggregation")
     enable_prometheus_scraping: str = Field(default="false", alias="enablePrometheusScraping")
 

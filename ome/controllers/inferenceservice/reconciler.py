@@ -90,7 +90,6 @@ Obj = dict[str, Any]
 
 log = structlog.get_logger("ome.controllers.inferenceservice")
 
-MODEL_NOT_FOUND: Final = "ModelNotFound"
 DEPLOYMENT_MODE_ERROR: Final = "DeploymentModeError"
 ENGINE_REQUIRED: Final = "engine component is required"
 FINE_TUNED_WEIGHT_ERROR: Final = "FineTunedWeightError"
