@@ -13,11 +13,10 @@ from typing import Any
 import structlog
 
 from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS
-from ome.controllers.inferencereplica.owned import owned_children
+from ome.controllers.inferencereplica.owned import owned_children, owned_revisions
 from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
-from ome.omenative import instance_names as names
 from ome.omenative import revisions
 from ome.omenative.revisions import RevisionData
 from ome.omenative.settings import InferenceReplicaSettings
@@ -35,11 +34,7 @@ class RevisionHistory:
         """API writes made, for the reconciler's count."""
 
     def known(self, replica: Obj) -> dict[str, RevisionData]:
-        return {
-            r["metadata"].get("labels", {}).get(names.REVISION_HASH_LABEL, ""): revisions.from_json(r["data"])
-            for r in owned_children(self._cache, CONTROLLER_REVISIONS, replica)
-            if r.get("data")
-        }
+        return owned_revisions(self._cache, replica)
 
     async def ensure(self, replica: Obj, data: RevisionData, digest: str) -> dict[str, RevisionData] | None:
         """Revision data by hash: every owned ControllerRevision plus the spec's (`digest`), created if

@@ -11,13 +11,12 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from ome.api.resources import CONTROLLER_REVISIONS
-from ome.controllers.inferencereplica.owned import owned_children
+from ome.controllers.inferencereplica.owned import owned_revisions
 from ome.controllers.instancerollout.rollout_holds import RolloutHolds
 from ome.controllers.rolloutcoordination import observe as coordination
 from ome.framework.cache import NoInformerError, SharedCache
 from ome.framework.resources import NODES
-from ome.omenative import coordination_enforce, revisions, rollout_budget, rollout_types, status
+from ome.omenative import coordination_enforce, rollout_budget, rollout_types, status
 from ome.omenative import instance_names as names
 from ome.omenative.replica_spec import desired_replicas, instance_ready_timeout, min_ready_seconds
 from ome.omenative.revisions import RevisionData
@@ -43,13 +42,7 @@ class RolloutInputs:
         self._now = now
 
     def revisions(self, replica: Mapping[str, Any]) -> dict[str, RevisionData]:
-        return {
-            (r["metadata"].get("labels") or {}).get(names.REVISION_HASH_LABEL, ""): revisions.from_json(
-                r["data"]
-            )
-            for r in owned_children(self._cache, CONTROLLER_REVISIONS, replica)
-            if r.get("data")
-        }
+        return owned_revisions(self._cache, replica)
 
     def planned(
         self, replica: Obj, update: str, known: Mapping[str, RevisionData], raw: list[Obj]

@@ -26,23 +26,23 @@ from typing import Any
 
 import structlog
 
-from ome.api.resources import CONTROLLER_REVISIONS, INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
-from ome.config.durations import parse_duration
+from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
+from ome.controllers.inferencereplica.owned import owned_children, owned_revisions
 from ome.controllers.rolloutcoordination import observe as coordination
+from ome.controllers.serving_gate import set_serving_gate
 from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
 from ome.framework.resources import CONFIGMAPS, NODES
-from ome.framework.store import OWNER_INDEX
 from ome.omenative import instance_names as names
 from ome.omenative import migration_audit as audit
 from ome.omenative import migration_events as ev
 from ome.omenative import migration_plan as mp
-from ome.omenative import migration_relocate, pod_render, revisions, status, teardown
+from ome.omenative import migration_relocate, pod_render, status, teardown
 from ome.omenative import migration_request as mr
-from ome.omenative.pods_view import format_time
+from ome.omenative.replica_spec import desired_replicas, instance_ready_timeout, min_ready_seconds
 from ome.omenative.revisions import RevisionData
 from ome.omenative.rollout_pods import rollout_pod
 
@@ -145,8 +145,7 @@ class MigrationReconciler:
         if any(r.get("requestUUID") == request.uuid for r in records):
             return
         lifecycle = (replica.get("spec") or {}).get("lifecycle") or {}
-        own = parse_duration(lifecycle.get("instanceReadyTimeout"))
-        timeout = own if own else self._settings.instance_ready_timeout
+        timeout = instance_ready_timeout(replica, self._settings.instance_ready_timeout)
         record, events = mp.intake(request.uuid, request.instance, request.from_node,
                                    request.hint_target_nodes, request.reason, self._now(), timeout,
                                    mp.mode_of(lifecycle))
@@ -168,8 +167,8 @@ class MigrationReconciler:
     async def _move(self, isvc: Obj, replica: Obj) -> float | None:
         meta, spec, prev = replica["metadata"], replica["spec"], replica.get("status") or {}
         key = (meta["namespace"], meta["name"])
-        raw = self._owned(PODS, replica)
-        known = self._revisions(replica)
+        raw = owned_children(self._cache, PODS, replica)
+        known = owned_revisions(self._cache, replica)
         pods = [p for one in raw if (p := rollout_pod(one)) is not None]
         nodes = {p["metadata"]["name"]: n for p in raw if (n := (p.get("spec") or {}).get("nodeName"))}
         lifecycle = spec.get("lifecycle") or {}
@@ -179,7 +178,7 @@ class MigrationReconciler:
             component=spec["component"], records=list(prev.get("migrations") or []),
             rows=status.rows_of(prev), pods=pods, nodes=nodes, revisions=known, now=self._now(),
             mode=mode, caps=self._settings.caps,
-            min_ready_seconds=int(spec.get("minReadySeconds") or lifecycle.get("minReadySeconds") or 0),
+            min_ready_seconds=min_ready_seconds(replica),
             paused=bool(spec.get("paused")), stuck_grace=self._settings.stuck_grace,
             blocked=self._blocked.pop(key, {}),
         )
@@ -243,7 +242,7 @@ class MigrationReconciler:
         runner = next(r for r in data.runners if r.name == create.runner)
         ident = pod_render.PodIdentity(
             names.base_name(replica), spec["component"], create.index, create.incarnation, create.runner,
-            create.ordinal, create.revision_hash, int(spec.get("replicas") or 1),
+            create.ordinal, create.revision_hash, desired_replicas(replica),
             spec.get("topologyKey") or None,
             tuple(coordination.peer_env_for(self._cache, replica, create.revision_hash)),
         )
@@ -255,19 +254,14 @@ class MigrationReconciler:
         return body
 
     async def _gate(self, ns: str, name: str, value: str) -> None:
-        condition = {"type": names.SERVING_GATE, "status": value,
-                     "lastTransitionTime": format_time(self._now()),
-                     "reason": "InRotation" if value == "True" else "Drained"}
-        with contextlib.suppress(errors.NotFound):
-            await self._client.patch(PODS, name, {"status": {"conditions": [condition]}}, ns,
-                                     patch_type="strategic", subresource="status")
+        if await set_serving_gate(self._client, ns, name, value, self._now()):
             self.writes += 1
 
     async def _relocate(self, isvc: Obj, replica: Obj) -> tuple[Obj, float | None]:
         """Automatic relocation (ome.omenative.migration_relocate): records and rows in one status write,
         then the pods left behind are deleted (grace 0 on a dead node). Also: when to look again."""
         meta, spec, prev = replica["metadata"], replica["spec"], replica.get("status") or {}
-        raw = self._owned(PODS, replica)
+        raw = owned_children(self._cache, PODS, replica)
         on = {n for p in raw if (n := (p.get("spec") or {}).get("nodeName"))}
         nodes = {n: self._cache.get_or_none(NODES, n) for n in on}
         lifecycle = spec.get("lifecycle") or {}
@@ -344,14 +338,3 @@ class MigrationReconciler:
 
     # -- cache --------------------------------------------------------------------------------
 
-    def _owned(self, res: Any, replica: Mapping[str, Any]) -> list[Obj]:
-        meta = replica["metadata"]
-        return self._cache.list(res, meta["namespace"], index=(OWNER_INDEX, meta["uid"]))
-
-    def _revisions(self, replica: Mapping[str, Any]) -> dict[str, RevisionData]:
-        return {
-            (r["metadata"].get("labels") or {}).get(names.REVISION_HASH_LABEL, ""):
-                revisions.from_json(r["data"])
-            for r in self._owned(CONTROLLER_REVISIONS, replica)
-            if r.get("data")
-        }

@@ -14,12 +14,12 @@ from typing import Any
 import structlog
 
 from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
+from ome.controllers.inferencereplica.owned import owned_children
 from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
-from ome.framework.store import OWNER_INDEX
 from ome.omenative import instance_reset, status, teardown
 from ome.omenative.pods_view import view
 
@@ -45,7 +45,7 @@ class ResetReconciler:
         if value is None:
             return Result()
         prev = replica.get("status") or {}
-        raw = self._cache.list(PODS, meta["namespace"], index=(OWNER_INDEX, meta["uid"]))
+        raw = owned_children(self._cache, PODS, replica)
         pods = [v for p in raw if (v := view(p)) is not None]
         subject = f"InferenceReplica {meta['namespace']}/{meta['name']}"
         component = replica["spec"]["component"]

@@ -18,13 +18,13 @@ from typing import Any
 import structlog
 
 from ome.api.resources import INFERENCE_REPLICAS, INFERENCE_SERVICES, PODS
+from ome.controllers.inferencereplica.owned import owned_children
 from ome.framework import errors
 from ome.framework.cache import SharedCache
 from ome.framework.client import Client
 from ome.framework.events import EventRecorder
 from ome.framework.reconcile import Request, Result
 from ome.framework.resources import CONFIGMAPS, NODES
-from ome.framework.store import OWNER_INDEX
 from ome.omenative import force_delete
 from ome.omenative import instance_names as names
 from ome.omenative import migration_audit as audit
@@ -50,7 +50,7 @@ class StuckDeletionReconciler:
         if replica is None:
             return Result()
         meta = replica["metadata"]
-        pods = self._cache.list(PODS, meta["namespace"], index=(OWNER_INDEX, meta["uid"]))
+        pods = owned_children(self._cache, PODS, replica)
         wake: float | None = None
         now = self._now()
         component = replica["spec"]["component"]
